@@ -1,0 +1,279 @@
+/**
+ * Configuration, validated with zod in this one module. Every function and the local server read
+ * their settings through `parseConfig`; nothing else touches `Deno.env`.
+ */
+import { z } from "zod";
+import type { DatabaseSettings } from "./db.ts";
+
+export type AppEnv = "development" | "test" | "production";
+
+export interface EncryptionKeySpec {
+  readonly id: string;
+  readonly key: Uint8Array;
+}
+
+export interface AppConfig {
+  readonly appEnv: AppEnv;
+  readonly port: number;
+  readonly projectName: string;
+  readonly database: DatabaseSettings;
+  /** First key encrypts; every key decrypts (rotation). */
+  readonly encryptionKeys: readonly EncryptionKeySpec[];
+  readonly serverRevealToken: string;
+  readonly jwtSecret: string;
+  /** Origins whose EIP-4361 `domain`/`uri` are accepted and that CORS lets in. Empty: own origin only. */
+  readonly allowedOrigins: readonly string[];
+  /** null: any chain. */
+  readonly allowedChainIds: readonly number[] | null;
+  readonly nonceTtlSeconds: number;
+  readonly accessTokenTtlSeconds: number;
+  readonly refreshTokenTtlSeconds: number;
+  readonly rateLimits: {
+    readonly noncePerIpPerMinute: number;
+    readonly proofPerIpPerMinute: number;
+    readonly proofPerAddressPerMinute: number;
+  };
+  /** Where deployed functions live (`${SUPABASE_URL}/functions/v1`); the /api proxy forwards there. */
+  readonly functionsUrl: string | null;
+  readonly supabase: {
+    readonly url: string | null;
+    readonly anonKey: string | null;
+    readonly serviceRoleKey: string | null;
+  };
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`Configuration refused: ${problems.join("; ")}`);
+    this.name = "ConfigError";
+  }
+}
+
+/** Settings production refuses to start without (fail closed). */
+export const REQUIRED_IN_PRODUCTION = [
+  "DATABASE_URL (or SUPABASE_DB_URL)",
+  "ENCRYPTION_KEYS (or ENCRYPTION_KEY)",
+  "SERVER_REVEAL_TOKEN",
+  "JWT_SECRET",
+] as const;
+
+const KEY_ID = /^[A-Za-z0-9_-]{1,32}$/;
+const SINGLE_KEY_ID = "k1";
+
+const blankToUndefined = (value: unknown) =>
+  typeof value === "string" && value.trim() === "" ? undefined : value;
+const optionalString = z.preprocess(blankToUndefined, z.string().trim().optional());
+const positiveInt = (fallback: number, max: number) =>
+  z.preprocess(blankToUndefined, z.coerce.number().int().min(1).max(max).default(fallback));
+const secretString = (name: string) =>
+  z.preprocess(
+    blankToUndefined,
+    z.string().min(32, `${name} must be at least 32 characters`).optional(),
+  );
+const booleanFlag = (fallback: boolean) =>
+  z.preprocess(
+    blankToUndefined,
+    z.enum(["true", "false", "1", "0"]).default(fallback ? "true" : "false")
+      .transform((v) => v === "true" || v === "1"),
+  );
+
+const envSchema = z.object({
+  APP_ENV: z.preprocess(
+    blankToUndefined,
+    z.enum(["development", "test", "production"]).default("development"),
+  ),
+  PORT: positiveInt(54321, 65535),
+  PROJECT_NAME: optionalString,
+  DATABASE_URL: optionalString,
+  SUPABASE_DB_URL: optionalString,
+  DATABASE_MAX_CONNECTIONS: positiveInt(10, 1000),
+  DATABASE_PREPARE: booleanFlag(true),
+  DATABASE_TIMEOUT_MS: positiveInt(5000, 600_000),
+  PGLITE_DATA_DIR: optionalString,
+  ENCRYPTION_KEYS: optionalString,
+  ENCRYPTION_KEY: optionalString,
+  SERVER_REVEAL_TOKEN: secretString("SERVER_REVEAL_TOKEN"),
+  JWT_SECRET: secretString("JWT_SECRET"),
+  ALLOWED_ORIGINS: optionalString,
+  ALLOWED_CHAIN_IDS: optionalString,
+  NONCE_TTL_SECONDS: positiveInt(600, 86_400),
+  ACCESS_TOKEN_TTL_SECONDS: positiveInt(3600, 86_400),
+  REFRESH_TOKEN_TTL_SECONDS: positiveInt(30 * 86_400, 365 * 86_400),
+  RATE_LIMIT_NONCE_PER_MINUTE: positiveInt(60, 1_000_000),
+  RATE_LIMIT_PROOF_PER_MINUTE: positiveInt(30, 1_000_000),
+  RATE_LIMIT_PROOF_PER_ADDRESS_PER_MINUTE: positiveInt(10, 1_000_000),
+  SUPABASE_URL: optionalString,
+  SUPABASE_ANON_KEY: optionalString,
+  SUPABASE_SERVICE_ROLE_KEY: optionalString,
+});
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * Validates the environment. Throws ConfigError naming every problem at once: malformed values
+ * in any mode, and in production every missing required setting.
+ */
+export function parseConfig(env: Env): AppConfig {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`),
+    );
+  }
+  const vars = parsed.data;
+  const problems: string[] = [];
+  const production = vars.APP_ENV === "production";
+
+  const databaseUrl = vars.DATABASE_URL ?? vars.SUPABASE_DB_URL;
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    problems.push("DATABASE_URL must be a postgres:// or postgresql:// URL");
+  }
+  const encryptionKeys = parseKeyring(vars.ENCRYPTION_KEYS, vars.ENCRYPTION_KEY, problems);
+  const allowedOrigins = parseOrigins(vars.ALLOWED_ORIGINS, problems);
+  const allowedChainIds = parseChainIds(vars.ALLOWED_CHAIN_IDS, problems);
+  const supabaseUrl = vars.SUPABASE_URL === undefined
+    ? null
+    : parseOrigin(vars.SUPABASE_URL, "SUPABASE_URL", problems);
+
+  if (production) {
+    const present = [
+      databaseUrl !== undefined,
+      encryptionKeys.length > 0 || vars.ENCRYPTION_KEYS !== undefined ||
+      vars.ENCRYPTION_KEY !== undefined,
+      vars.SERVER_REVEAL_TOKEN !== undefined,
+      vars.JWT_SECRET !== undefined,
+    ];
+    const missing = REQUIRED_IN_PRODUCTION.filter((_, index) => !present[index]);
+    if (missing.length > 0) {
+      problems.unshift(`APP_ENV=production requires ${missing.join(", ")}`);
+    }
+  } else {
+    // Development and tests get their keys from the local server's dev-key file or the test setup.
+    if (encryptionKeys.length === 0) {
+      problems.push("ENCRYPTION_KEYS (or ENCRYPTION_KEY) is not set");
+    }
+    if (vars.SERVER_REVEAL_TOKEN === undefined) problems.push("SERVER_REVEAL_TOKEN is not set");
+    if (vars.JWT_SECRET === undefined) problems.push("JWT_SECRET is not set");
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  const database: DatabaseSettings = databaseUrl !== undefined
+    ? {
+      engine: "postgres",
+      url: databaseUrl,
+      maxConnections: vars.DATABASE_MAX_CONNECTIONS,
+      prepare: vars.DATABASE_PREPARE,
+      queryTimeoutMs: vars.DATABASE_TIMEOUT_MS,
+    }
+    : { engine: "pglite", dataDir: vars.PGLITE_DATA_DIR ?? ".local/pglite" };
+
+  return {
+    appEnv: vars.APP_ENV,
+    port: vars.PORT,
+    projectName: vars.PROJECT_NAME ??
+      (supabaseUrl ? new URL(supabaseUrl).hostname.split(".")[0] : "wallet-vault-local"),
+    database,
+    encryptionKeys,
+    serverRevealToken: vars.SERVER_REVEAL_TOKEN!,
+    jwtSecret: vars.JWT_SECRET!,
+    allowedOrigins,
+    allowedChainIds,
+    nonceTtlSeconds: vars.NONCE_TTL_SECONDS,
+    accessTokenTtlSeconds: vars.ACCESS_TOKEN_TTL_SECONDS,
+    refreshTokenTtlSeconds: vars.REFRESH_TOKEN_TTL_SECONDS,
+    rateLimits: {
+      noncePerIpPerMinute: vars.RATE_LIMIT_NONCE_PER_MINUTE,
+      proofPerIpPerMinute: vars.RATE_LIMIT_PROOF_PER_MINUTE,
+      proofPerAddressPerMinute: vars.RATE_LIMIT_PROOF_PER_ADDRESS_PER_MINUTE,
+    },
+    functionsUrl: supabaseUrl ? `${supabaseUrl}/functions/v1` : null,
+    supabase: {
+      url: supabaseUrl,
+      anonKey: vars.SUPABASE_ANON_KEY ?? null,
+      serviceRoleKey: vars.SUPABASE_SERVICE_ROLE_KEY ?? null,
+    },
+  };
+}
+
+/** `ENCRYPTION_KEYS=k2:<base64>,k1:<base64>` (first encrypts) or one `ENCRYPTION_KEY=<base64>` (id k1). */
+function parseKeyring(
+  keyring: string | undefined,
+  single: string | undefined,
+  problems: string[],
+): EncryptionKeySpec[] {
+  if (keyring !== undefined && single !== undefined) {
+    problems.push("set ENCRYPTION_KEYS or ENCRYPTION_KEY, not both");
+    return [];
+  }
+  const entries = keyring !== undefined
+    ? keyring.split(",").map((entry, index) => {
+      const separator = entry.indexOf(":");
+      return separator < 0
+        ? { id: "", encoded: entry, label: `ENCRYPTION_KEYS entry ${index + 1}` }
+        : {
+          id: entry.slice(0, separator).trim(),
+          encoded: entry.slice(separator + 1).trim(),
+          label: `ENCRYPTION_KEYS entry ${index + 1}`,
+        };
+    })
+    : single !== undefined
+    ? [{ id: SINGLE_KEY_ID, encoded: single, label: "ENCRYPTION_KEY" }]
+    : [];
+  const keys: EncryptionKeySpec[] = [];
+  for (const { id, encoded, label } of entries) {
+    // Never echo the value: the message names the entry, not its content.
+    if (!KEY_ID.test(id)) {
+      problems.push(`${label} needs an id like k2:<base64> (letters, digits, _ or -)`);
+      continue;
+    }
+    const key = decodeBase64(encoded);
+    if (key === null || key.length !== 32) {
+      problems.push(`${label} must be 32 bytes encoded as base64`);
+      continue;
+    }
+    if (keys.some((k) => k.id === id)) {
+      problems.push(`${label} repeats the key id ${id}`);
+      continue;
+    }
+    keys.push({ id, key });
+  }
+  return keys;
+}
+
+function decodeBase64(encoded: string): Uint8Array | null {
+  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(encoded)) return null;
+  try {
+    const normalised = encoded.replaceAll("-", "+").replaceAll("_", "/");
+    return Uint8Array.from(atob(normalised), (c) => c.charCodeAt(0));
+  } catch {
+    return null;
+  }
+}
+
+function parseOrigins(list: string | undefined, problems: string[]): string[] {
+  if (list === undefined) return [];
+  return list.split(",").map((o) => o.trim()).filter(Boolean)
+    .map((origin) => parseOrigin(origin, "ALLOWED_ORIGINS", problems))
+    .filter((origin): origin is string => origin !== null);
+}
+
+function parseOrigin(value: string, name: string, problems: string[]): string | null {
+  try {
+    const url = new URL(value);
+    if (url.protocol !== "https:" && url.protocol !== "http:") throw new TypeError();
+    return url.origin;
+  } catch {
+    problems.push(`${name} must hold http(s) origins like https://app.example.com`);
+    return null;
+  }
+}
+
+function parseChainIds(list: string | undefined, problems: string[]): number[] | null {
+  if (list === undefined || list === "*") return null;
+  const ids = list.split(",").map((id) => Number(id.trim()));
+  if (ids.some((id) => !Number.isSafeInteger(id) || id < 1)) {
+    problems.push("ALLOWED_CHAIN_IDS must be positive integers separated by commas, or *");
+    return null;
+  }
+  return ids;
+}

@@ -1,0 +1,42 @@
+/**
+ * Everything a function needs, built once per process from configuration: handlers receive this
+ * explicitly instead of reaching for globals, so tests build the same thing in-process.
+ */
+import type { AppConfig } from "./config.ts";
+import type { Database } from "./db.ts";
+import type { Logger } from "./log.ts";
+import { createSessionTokens, type SessionTokens } from "./session-tokens.ts";
+
+export interface ServiceContext {
+  readonly config: AppConfig;
+  readonly db: Database;
+  readonly log: Logger;
+  readonly sessions: SessionTokens;
+  /**
+   * Origins whose EIP-4361 domain and uri sign-in accepts: ALLOWED_ORIGINS, or when that is empty
+   * the server's own origins (the local server passes its URL). Never derived from request headers,
+   * which a caller controls.
+   */
+  readonly signInOrigins: readonly string[];
+}
+
+export interface ContextOptions {
+  readonly ownOrigins?: readonly string[];
+}
+
+export function createServiceContext(
+  config: AppConfig,
+  db: Database,
+  log: Logger,
+  options: ContextOptions = {},
+): ServiceContext {
+  const sessions = createSessionTokens({
+    jwtSecret: config.jwtSecret,
+    accessTokenTtlSeconds: config.accessTokenTtlSeconds,
+    db,
+  });
+  const signInOrigins = config.allowedOrigins.length > 0
+    ? config.allowedOrigins
+    : options.ownOrigins ?? [];
+  return { config, db, log, sessions, signInOrigins };
+}

@@ -1,0 +1,65 @@
+/**
+ * One small database interface over both engines (postgres.js for a server, PGlite embedded), so
+ * handlers, migrations and tests never care which one they run on.
+ */
+
+export type Row = Record<string, unknown>;
+
+export interface Queryable {
+  query<T extends Row = Row>(text: string, params?: readonly unknown[]): Promise<T[]>;
+  /** Runs a script of several statements without parameters (migrations). */
+  execScript(script: string): Promise<void>;
+}
+
+export interface Database extends Queryable {
+  readonly engine: "postgres" | "pglite";
+  /** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
+  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export type DatabaseSettings =
+  | {
+    engine: "postgres";
+    url: string;
+    maxConnections: number;
+    prepare: boolean;
+    queryTimeoutMs: number;
+  }
+  | { engine: "pglite"; dataDir: string | null; loadDataDir?: Blob };
+
+/** The engines are imported lazily so a deployed function never loads the embedded database. */
+export async function openDatabase(settings: DatabaseSettings): Promise<Database> {
+  if (settings.engine === "postgres") {
+    const { openPostgres } = await import("./db-postgres.ts");
+    return openPostgres(settings);
+  }
+  const { openPglite } = await import("./db-pglite.ts");
+  return openPglite(settings);
+}
+
+export interface CreatorClaims {
+  readonly sub: string;
+  readonly role: "authenticated";
+  readonly session_id?: string;
+  readonly wallet_address?: string;
+}
+
+/**
+ * Runs `work` as the creator: in one transaction with `role authenticated` and the creator's JWT
+ * claims set locally, so row-level security, not only the queries' own filters, decides which rows
+ * are reachable. Both settings end with the transaction, so a pooled connection never leaks them.
+ */
+export function asCreator<T>(
+  db: Database,
+  claims: CreatorClaims,
+  work: (tx: Queryable) => Promise<T>,
+): Promise<T> {
+  return db.transaction(async (tx) => {
+    await tx.query(
+      "select set_config('request.jwt.claims', $1, true), set_config('role', 'authenticated', true)",
+      [JSON.stringify(claims)],
+    );
+    return await work(tx);
+  });
+}

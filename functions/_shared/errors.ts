@@ -1,0 +1,94 @@
+/**
+ * Errors are values with a stable `code`. This table is the one place that maps a code to its HTTP
+ * status; handlers throw `ServiceError`s and never pick status codes themselves.
+ */
+
+export const ERROR_STATUS = {
+  // Request shape (HTTP layer)
+  invalid_json: 400,
+  invalid_request: 400,
+  not_found: 404,
+  method_not_allowed: 405,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  // Wallet sign-in
+  invalid_message: 400,
+  invalid_signature: 401,
+  signature_mismatch: 401,
+  domain_not_allowed: 401,
+  uri_not_allowed: 401,
+  chain_not_allowed: 401,
+  message_not_yet_valid: 401,
+  message_expired: 401,
+  issued_in_future: 401,
+  nonce_unknown: 401,
+  nonce_expired: 401,
+  nonce_used: 401,
+  invalid_refresh_token: 401,
+  refresh_token_reused: 401,
+  // Sessions
+  missing_token: 401,
+  invalid_token: 401,
+  token_expired: 401,
+  session_revoked: 401,
+  // Vault
+  invalid_secret_type: 400,
+  invalid_value: 400,
+  secret_not_found: 404,
+  reveal_forbidden: 403,
+  encryption_key_unavailable: 500,
+  // Server side
+  internal_error: 500,
+  not_configured: 500,
+  upstream_unavailable: 502,
+  database_unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export class ServiceError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    /** Extra, non-secret fields for the client (e.g. the allowed values). */
+    readonly details?: Readonly<Record<string, unknown>>,
+    readonly headers?: Readonly<Record<string, string>>,
+  ) {
+    super(message);
+    this.name = "ServiceError";
+  }
+
+  get status(): number {
+    return ERROR_STATUS[this.code];
+  }
+}
+
+/** Driver errors that mean "the database cannot be reached right now", on both engines. */
+const UNAVAILABLE_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "CONNECT_TIMEOUT",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "57P01", // admin_shutdown
+  "57P02", // crash_shutdown
+  "57P03", // cannot_connect_now
+  "57014", // query_canceled (statement_timeout)
+  "53300", // too_many_connections
+  "08000",
+  "08001",
+  "08003",
+  "08006",
+]);
+
+export function isDatabaseUnavailable(error: unknown): boolean {
+  if (typeof error !== "object" || error === null) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === "string" && UNAVAILABLE_CODES.has(code)) return true;
+  const name = (error as { name?: unknown }).name;
+  return name === "ConnectionRefused" || name === "ConnectionReset" || name === "TimedOut";
+}

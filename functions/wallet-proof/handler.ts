@@ -1,0 +1,274 @@
+/**
+ * The wallet-proof function: server nonces, the EIP-4361/EIP-191 proof exchanged for a session,
+ * refresh with rotation and reuse detection, and sign-out.
+ */
+import { getAddress } from "viem";
+import { z } from "zod";
+import type { ServiceContext } from "../_shared/context.ts";
+import { ServiceError } from "../_shared/errors.ts";
+import { bearerToken, type Handler, json, readJson, router } from "../_shared/http.ts";
+import { clientIp, enforceRateLimit } from "../_shared/rate-limit.ts";
+import { hashRefreshToken, newRefreshToken } from "../_shared/refresh-tokens.ts";
+import {
+  buildSiweMessage,
+  checkSiweMessage,
+  generateNonce,
+  MAX_MESSAGE_LENGTH,
+  verifySignature,
+} from "../_shared/siwe.ts";
+
+export const FUNCTION_NAME = "wallet-proof";
+
+const CLOCK_SKEW_MS = 60_000;
+
+const nonceRequest = z.strictObject({
+  address: z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte hex address")
+    .optional(),
+  chainId: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
+});
+const proofRequest = z.strictObject({
+  message: z.string().min(1).max(MAX_MESSAGE_LENGTH),
+  signature: z.string().max(200),
+});
+const refreshRequest = z.strictObject({ refresh_token: z.string().min(1).max(200) });
+
+function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
+    throw new ServiceError("invalid_request", `${where}${issue.message}`);
+  }
+  return parsed.data;
+}
+
+export function createWalletProofHandler(context: ServiceContext): Handler {
+  const { config, db, sessions, signInOrigins } = context;
+  const statement =
+    `Sign in to ${config.projectName}. This signature proves you own this wallet; ` +
+    "it authorizes no transaction and costs no gas.";
+
+  function requireOrigins(): readonly string[] {
+    if (signInOrigins.length === 0) {
+      throw new ServiceError("not_configured", "Sign-in is not configured: set ALLOWED_ORIGINS.");
+    }
+    return signInOrigins;
+  }
+
+  async function issueNonce(request: Request): Promise<Response> {
+    const origins = requireOrigins();
+    const body = parseBody(nonceRequest, (await readJson(request)) ?? {});
+    await enforceRateLimit(db, {
+      bucket: `nonce:ip:${clientIp(request)}`,
+      limit: config.rateLimits.noncePerIpPerMinute,
+    });
+    const allowedChains = config.allowedChainIds;
+    if (
+      body.chainId !== undefined && allowedChains !== null && !allowedChains.includes(body.chainId)
+    ) {
+      throw new ServiceError("chain_not_allowed", "Sign-in from this chain is not accepted.", {
+        allowedChainIds: allowedChains,
+      });
+    }
+    // The origin the page runs on, when it is one we accept; the caller cannot widen the list.
+    const requestOrigin = request.headers.get("origin");
+    const origin = origins.find((o) => o === requestOrigin) ?? origins[0];
+    const nonce = generateNonce();
+    const [row] = await db.query<{ issued_at: Date; expires_at: Date }>(
+      `insert into public.auth_nonces (nonce, expires_at)
+         values ($1, now() + make_interval(secs => $2)) returning issued_at, expires_at`,
+      [nonce, config.nonceTtlSeconds],
+    );
+    if (Math.random() < 0.01) {
+      await db.query("delete from public.auth_nonces where expires_at < now() - interval '1 day'");
+    }
+    const fields = {
+      domain: new URL(origin).host,
+      uri: origin,
+      chainId: body.chainId ?? allowedChains?.[0] ?? 1,
+      nonce,
+      issuedAt: row.issued_at,
+      expirationTime: row.expires_at,
+      statement,
+    };
+    return json({
+      nonce,
+      issuedAt: row.issued_at.toISOString(),
+      expiresAt: row.expires_at.toISOString(),
+      domain: fields.domain,
+      uri: fields.uri,
+      chainId: fields.chainId,
+      version: "1",
+      statement,
+      ...(body.address === undefined ? {} : {
+        message: buildSiweMessage({ ...fields, address: getAddress(body.address.toLowerCase()) }),
+      }),
+    });
+  }
+
+  async function exchangeProof(request: Request): Promise<Response> {
+    const origins = requireOrigins();
+    const body = parseBody(proofRequest, await readJson(request));
+    await enforceRateLimit(db, {
+      bucket: `proof:ip:${clientIp(request)}`,
+      limit: config.rateLimits.proofPerIpPerMinute,
+    });
+    const fields = checkSiweMessage(body.message, {
+      origins,
+      chainIds: config.allowedChainIds,
+      now: new Date(),
+      clockSkewMs: CLOCK_SKEW_MS,
+    });
+    const walletAddress = fields.address.toLowerCase();
+    await enforceRateLimit(db, {
+      bucket: `proof:address:${walletAddress}`,
+      limit: config.rateLimits.proofPerAddressPerMinute,
+    });
+    await verifySignature(body.message, body.signature, fields.address);
+
+    const refreshToken = newRefreshToken();
+    // One statement, so it is atomic without a transaction: the nonce is consumed by a conditional
+    // update (two concurrent proofs with one nonce: exactly one gets a row back), then the wallet's
+    // user is created or reused, then the session and its first refresh token are stored.
+    const [session] = await db.query<{ session_id: string; user_id: string }>(
+      `with consumed as (
+         update public.auth_nonces set used_at = now()
+          where nonce = $1 and used_at is null and expires_at > now()
+          returning nonce
+       ), signed_in as (
+         insert into public.wallet_users (wallet_address)
+           select $2 from consumed
+         on conflict (wallet_address) do update set last_sign_in_at = now()
+         returning id
+       ), session as (
+         insert into public.auth_sessions (user_id, expires_at)
+           select id, now() + make_interval(secs => $3) from signed_in
+         returning id, user_id
+       ), refresh as (
+         insert into public.auth_refresh_tokens (token_hash, session_id)
+           select $4, id from session
+         returning session_id
+       )
+       select session.id as session_id, session.user_id from session join refresh on true`,
+      [
+        fields.nonce,
+        walletAddress,
+        config.refreshTokenTtlSeconds,
+        await hashRefreshToken(refreshToken),
+      ],
+    );
+    if (session === undefined) throw await nonceFailure(fields.nonce);
+    await db.query("update public.auth_nonces set used_by = $2 where nonce = $1", [
+      fields.nonce,
+      session.user_id,
+    ]);
+    return sessionResponse(session.user_id, session.session_id, walletAddress, refreshToken);
+  }
+
+  /** Why a nonce could not be consumed, for a precise error. */
+  async function nonceFailure(nonce: string): Promise<ServiceError> {
+    const [row] = await db.query<{ used: boolean; expired: boolean }>(
+      "select used_at is not null as used, expires_at <= now() as expired from public.auth_nonces where nonce = $1",
+      [nonce],
+    );
+    if (row === undefined) {
+      return new ServiceError("nonce_unknown", "This nonce was not issued here.");
+    }
+    if (row.used) return new ServiceError("nonce_used", "This nonce has already been used.");
+    return new ServiceError("nonce_expired", "This nonce has expired; request a new one.");
+  }
+
+  async function refresh(request: Request): Promise<Response> {
+    const body = parseBody(refreshRequest, await readJson(request));
+    const presented = await hashRefreshToken(body.refresh_token);
+    const next = newRefreshToken();
+    const [rotated] = await db.query<
+      { session_id: string; user_id: string; wallet_address: string }
+    >(
+      `with spent as (
+         update public.auth_refresh_tokens t set used_at = now()
+           from public.auth_sessions s
+          where t.token_hash = $1 and t.used_at is null and s.id = t.session_id
+            and s.revoked_at is null and s.expires_at > now()
+          returning t.session_id, s.user_id
+       ), fresh as (
+         insert into public.auth_refresh_tokens (token_hash, session_id)
+           select $2, session_id from spent
+         returning session_id
+       )
+       select spent.session_id, spent.user_id, u.wallet_address
+         from spent join fresh on true join public.wallet_users u on u.id = spent.user_id`,
+      [presented, await hashRefreshToken(next)],
+    );
+    if (rotated !== undefined) {
+      return sessionResponse(rotated.user_id, rotated.session_id, rotated.wallet_address, next);
+    }
+    const [known] = await db.query<{ session_id: string; used: boolean; revoked: boolean }>(
+      `select t.session_id, t.used_at is not null as used,
+              (s.revoked_at is not null or s.expires_at <= now()) as revoked
+         from public.auth_refresh_tokens t join public.auth_sessions s on s.id = t.session_id
+        where t.token_hash = $1`,
+      [presented],
+    );
+    if (known === undefined) {
+      throw new ServiceError("invalid_refresh_token", "This refresh token is not valid.");
+    }
+    if (known.revoked) {
+      throw new ServiceError("session_revoked", "This session has ended; sign in again.");
+    }
+    // A spent token presented again means it was copied: end the whole session (theft detection).
+    await db.query(
+      `update public.auth_sessions set revoked_at = now(), revoked_reason = 'refresh_token_reuse'
+        where id = $1 and revoked_at is null`,
+      [known.session_id],
+    );
+    context.log.info("refresh_token_reused", { session_id: known.session_id });
+    throw new ServiceError(
+      "refresh_token_reused",
+      "This refresh token was already used; the session is revoked.",
+    );
+  }
+
+  async function logout(request: Request): Promise<Response> {
+    const token = bearerToken(request);
+    if (token === null) {
+      throw new ServiceError("missing_token", "Send Authorization: Bearer <token>.");
+    }
+    const session = await sessions.verify(token);
+    await db.query(
+      `update public.auth_sessions set revoked_at = now(), revoked_reason = 'logout'
+        where id = $1 and revoked_at is null`,
+      [session.sessionId],
+    );
+    return new Response(null, { status: 204 });
+  }
+
+  async function sessionResponse(
+    userId: string,
+    sessionId: string,
+    walletAddress: string,
+    refreshToken: string,
+  ): Promise<Response> {
+    const checksummed = getAddress(walletAddress);
+    const { accessToken, expiresAt } = await sessions.issue({
+      userId,
+      sessionId,
+      walletAddress: checksummed,
+    });
+    return json({
+      access_token: accessToken,
+      token_type: "bearer",
+      expires_in: config.accessTokenTtlSeconds,
+      expires_at: expiresAt,
+      refresh_token: refreshToken,
+      user: { id: userId, wallet_address: checksummed },
+    });
+  }
+
+  return router(FUNCTION_NAME, [
+    { method: "POST", path: "/nonce", handle: issueNonce },
+    { method: "POST", path: "", handle: exchangeProof },
+    { method: "POST", path: "/refresh", handle: refresh },
+    { method: "POST", path: "/logout", handle: logout },
+  ]);
+}

@@ -1,0 +1,36 @@
+/**
+ * The local stand-in for `supabase start` + `supabase functions serve`: every function at
+ * /functions/v1/<name> (Supabase's URL shape, so supabase-js works unchanged) and the proxy at /api.
+ */
+import { createApiHandler, inProcessInvoker } from "../functions/api/handler.ts";
+import type { ServiceContext } from "../functions/_shared/context.ts";
+import { ServiceError } from "../functions/_shared/errors.ts";
+import { type Handler, serve } from "../functions/_shared/http.ts";
+import { createUserSecretsHandler } from "../functions/user-secrets/handler.ts";
+import { createWalletProofHandler } from "../functions/wallet-proof/handler.ts";
+
+export interface LocalApp {
+  readonly handler: Handler;
+  /** Each function as it would run deployed: its own CORS and error boundary. */
+  readonly functions: Readonly<Record<string, Handler>>;
+}
+
+export function createLocalApp(context: ServiceContext): LocalApp {
+  const cors = { allowedOrigins: context.config.allowedOrigins };
+  const wrap = (handler: Handler) => serve(handler, cors, context.log);
+  const functions: Record<string, Handler> = {
+    "wallet-proof": wrap(createWalletProofHandler(context)),
+    "user-secrets": wrap(createUserSecretsHandler(context)),
+  };
+  functions.api = wrap(createApiHandler(inProcessInvoker(functions)));
+
+  const notFound = wrap(() => Promise.reject(new ServiceError("not_found", "No such route.")));
+  const handler: Handler = (request) => {
+    const { pathname } = new URL(request.url);
+    const fn = /^\/functions\/v1\/([a-z-]+)(?:\/|$)/.exec(pathname)?.[1];
+    if (fn !== undefined && Object.hasOwn(functions, fn)) return functions[fn](request);
+    if (pathname === "/api" || pathname.startsWith("/api/")) return functions.api(request);
+    return notFound(request);
+  };
+  return { handler, functions };
+}

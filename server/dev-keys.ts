@@ -1,0 +1,74 @@
+/**
+ * Development keys: with nothing configured, the local server generates an encryption key, a
+ * server reveal token and a JWT secret on first start, keeps them in a git-ignored file readable
+ * only by the owner (mode 0600), and reuses them later so stored secrets stay decryptable.
+ */
+
+export const DEFAULT_DEV_KEYS_PATH = ".local/dev-keys.json";
+
+export interface DevKeys {
+  readonly ENCRYPTION_KEY: string;
+  readonly SERVER_REVEAL_TOKEN: string;
+  readonly JWT_SECRET: string;
+}
+
+const DEV_KEY_NAMES = ["ENCRYPTION_KEY", "SERVER_REVEAL_TOKEN", "JWT_SECRET"] as const;
+
+function randomBase64Url(bytes: number): string {
+  const raw = crypto.getRandomValues(new Uint8Array(bytes));
+  return btoa(String.fromCharCode(...raw)).replaceAll("+", "-").replaceAll("/", "_").replace(
+    /=+$/,
+    "",
+  );
+}
+
+export function generateDevKeys(): DevKeys {
+  return {
+    ENCRYPTION_KEY: btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32)))),
+    SERVER_REVEAL_TOKEN: randomBase64Url(32),
+    JWT_SECRET: randomBase64Url(48),
+  };
+}
+
+/** Reads the file, or creates it when missing. `created` tells the caller which happened. */
+export async function loadOrCreateDevKeys(
+  path = DEFAULT_DEV_KEYS_PATH,
+): Promise<{ keys: DevKeys; created: boolean }> {
+  try {
+    const stored = JSON.parse(await Deno.readTextFile(path));
+    if (DEV_KEY_NAMES.every((name) => typeof stored[name] === "string")) {
+      return { keys: stored as DevKeys, created: false };
+    }
+    throw new Error(`${path} is incomplete; delete it to generate new development keys`);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
+  const keys = generateDevKeys();
+  const dir = path.includes("/") ? path.slice(0, path.lastIndexOf("/")) : ".";
+  await Deno.mkdir(dir, { recursive: true });
+  // createNew: two servers starting at once must not overwrite each other's keys.
+  await Deno.writeTextFile(path, JSON.stringify(keys, null, 2) + "\n", {
+    mode: 0o600,
+    createNew: true,
+  });
+  return { keys, created: true };
+}
+
+/** Dev keys fill only the gaps: anything set in the environment wins. */
+export function withDevKeys(
+  env: Readonly<Record<string, string | undefined>>,
+  keys: DevKeys,
+): Record<string, string | undefined> {
+  const merged: Record<string, string | undefined> = { ...env };
+  const hasKeyring = Boolean(env.ENCRYPTION_KEYS?.trim() || env.ENCRYPTION_KEY?.trim());
+  if (!hasKeyring) merged.ENCRYPTION_KEY = keys.ENCRYPTION_KEY;
+  if (!env.SERVER_REVEAL_TOKEN?.trim()) merged.SERVER_REVEAL_TOKEN = keys.SERVER_REVEAL_TOKEN;
+  if (!env.JWT_SECRET?.trim()) merged.JWT_SECRET = keys.JWT_SECRET;
+  return merged;
+}
+
+/** Whether the environment leaves any dev-generated key to fill. */
+export function needsDevKeys(env: Readonly<Record<string, string | undefined>>): boolean {
+  return !(env.ENCRYPTION_KEYS?.trim() || env.ENCRYPTION_KEY?.trim()) ||
+    !env.SERVER_REVEAL_TOKEN?.trim() || !env.JWT_SECRET?.trim();
+}

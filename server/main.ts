@@ -1,0 +1,88 @@
+/**
+ * `deno task start`: the local server. With nothing configured it runs on embedded PGlite with
+ * generated development keys; with APP_ENV=production it refuses to start without real ones.
+ */
+import { ConfigError, parseConfig } from "../functions/_shared/config.ts";
+import { createServiceContext } from "../functions/_shared/context.ts";
+import { openDatabase } from "../functions/_shared/db.ts";
+import { consoleLogger } from "../functions/_shared/log.ts";
+import { createLocalApp } from "./app.ts";
+import {
+  DEFAULT_DEV_KEYS_PATH,
+  loadOrCreateDevKeys,
+  needsDevKeys,
+  withDevKeys,
+} from "./dev-keys.ts";
+import { migrate } from "./migrations.ts";
+
+const HOST = "127.0.0.1";
+
+async function main(): Promise<void> {
+  let env: Record<string, string | undefined> = Deno.env.toObject();
+  let devKeysLine: string | null = null;
+  if (env.APP_ENV !== "production" && needsDevKeys(env)) {
+    const devKeysPath = env.DEV_KEYS_FILE || DEFAULT_DEV_KEYS_PATH;
+    const { keys, created } = await loadOrCreateDevKeys(devKeysPath);
+    env = withDevKeys(env, keys);
+    devKeysLine = `${
+      created ? "generated" : "using"
+    } development keys in ${devKeysPath} (git-ignored, mode 0600)`;
+  }
+
+  let config;
+  try {
+    config = parseConfig(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    console.error(error.message);
+    Deno.exit(1);
+  }
+
+  if (config.database.engine === "pglite" && config.database.dataDir) {
+    await Deno.mkdir(config.database.dataDir, { recursive: true });
+  }
+  const db = await openDatabase(config.database);
+  const applied = await migrate(db);
+
+  const ownOrigins = [`http://${HOST}:${config.port}`, `http://localhost:${config.port}`];
+  const context = createServiceContext(config, db, consoleLogger, { ownOrigins });
+  const app = createLocalApp(context);
+
+  const server = Deno.serve(
+    { hostname: HOST, port: config.port, onListen: () => {} },
+    (request, info) => {
+      // This server is the edge: the client address is the socket's, never a header the client sent.
+      const headers = new Headers(request.headers);
+      headers.set("x-forwarded-for", info.remoteAddr.hostname);
+      return app.handler(new Request(request, { headers }));
+    },
+  );
+
+  console.log(`wallet-vault listening on http://${HOST}:${config.port} (${config.appEnv})`);
+  console.log(
+    config.database.engine === "pglite"
+      ? `database: embedded PGlite in ${config.database.dataDir ?? "memory"}`
+      : `database: PostgreSQL at ${redactUrl(config.database.url)}`,
+  );
+  if (devKeysLine) console.log(devKeysLine);
+  console.log(
+    `migrations: ${applied.length === 0 ? "up to date" : `applied ${applied.join(", ")}`}`,
+  );
+  console.log(`try: curl http://${HOST}:${config.port}/api/secrets`);
+
+  const stop = async () => {
+    await server.shutdown();
+    await db.close();
+    Deno.exit(0);
+  };
+  Deno.addSignalListener("SIGINT", stop);
+  Deno.addSignalListener("SIGTERM", stop);
+}
+
+function redactUrl(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.password) parsed.password = "***";
+  return parsed.toString();
+}
+
+await main();

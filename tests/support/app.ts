@@ -1,0 +1,107 @@
+/**
+ * An in-process service for tests: real configuration (fresh random keys), a real database of the
+ * chosen engine, the local server's app, and helpers that sign in with real wallet signatures.
+ */
+import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
+import { type AppConfig, parseConfig } from "../../functions/_shared/config.ts";
+import { createServiceContext, type ServiceContext } from "../../functions/_shared/context.ts";
+import { silentLogger } from "../../functions/_shared/log.ts";
+import { createLocalApp, type LocalApp } from "../../server/app.ts";
+import { generateDevKeys } from "../../server/dev-keys.ts";
+import { type Engine, openTestDatabase, type TestDatabase } from "./database.ts";
+
+/** The origin tests pretend the local server runs on; sign-in messages are bound to it. */
+export const TEST_ORIGIN = "http://127.0.0.1:54321";
+
+export interface TestApp {
+  readonly engine: Engine;
+  readonly config: AppConfig;
+  readonly context: ServiceContext;
+  readonly app: LocalApp;
+  readonly database: TestDatabase;
+  /** Sends a request to the local app, as a client on 127.0.0.1 would. */
+  fetch(path: string, init?: RequestInit): Promise<Response>;
+  close(): Promise<void>;
+}
+
+export function testEnv(overrides: Record<string, string> = {}): Record<string, string> {
+  return {
+    APP_ENV: "test",
+    PROJECT_NAME: "wallet-vault-test",
+    ...generateDevKeys(),
+    RATE_LIMIT_NONCE_PER_MINUTE: "100000",
+    RATE_LIMIT_PROOF_PER_MINUTE: "100000",
+    RATE_LIMIT_PROOF_PER_ADDRESS_PER_MINUTE: "100000",
+    ...overrides,
+  };
+}
+
+export async function startTestApp(
+  engine: Engine,
+  env: Record<string, string> = {},
+): Promise<TestApp> {
+  const database = await openTestDatabase(engine);
+  const config = parseConfig(testEnv(env));
+  const context = createServiceContext(config, database.db, silentLogger, {
+    ownOrigins: [TEST_ORIGIN],
+  });
+  const app = createLocalApp(context);
+  return {
+    engine,
+    config,
+    context,
+    app,
+    database,
+    fetch(path, init = {}) {
+      const request = new Request(new URL(path, TEST_ORIGIN), init);
+      if (!request.headers.has("x-forwarded-for")) {
+        request.headers.set("x-forwarded-for", "127.0.0.1");
+      }
+      return app.handler(request);
+    },
+    close: () => database.close(),
+  };
+}
+
+export interface SignedIn {
+  readonly account: PrivateKeyAccount;
+  readonly accessToken: string;
+  readonly refreshToken: string;
+  readonly userId: string;
+}
+
+export function newWallet(): PrivateKeyAccount {
+  return privateKeyToAccount(generatePrivateKey());
+}
+
+/** The whole sign-in through the /api proxy: nonce, EIP-4361 message, personal_sign, proof. */
+export async function signIn(
+  app: TestApp,
+  account: PrivateKeyAccount = newWallet(),
+): Promise<SignedIn> {
+  const nonceResponse = await app.fetch("/api/auth/nonce", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ address: account.address }),
+  });
+  if (nonceResponse.status !== 200) throw new Error(`nonce: ${nonceResponse.status}`);
+  const { message } = await nonceResponse.json();
+  const signature = await account.signMessage({ message });
+  const proofResponse = await app.fetch("/api/auth/wallet-proof", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ message, signature }),
+  });
+  const body = await proofResponse.json();
+  if (proofResponse.status !== 200) throw new Error(`wallet-proof: ${JSON.stringify(body)}`);
+  return {
+    account,
+    accessToken: body.access_token,
+    refreshToken: body.refresh_token,
+    userId: body.user.id,
+  };
+}
+
+export function bearer(token: string, extra: Record<string, string> = {}): Record<string, string> {
+  return { authorization: `Bearer ${token}`, ...extra };
+}
