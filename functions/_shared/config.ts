@@ -82,7 +82,7 @@ const envSchema = z.object({
     blankToUndefined,
     z.enum(["development", "test", "production"]).default("development"),
   ),
-  PORT: positiveInt(54321, 65535),
+  PORT: z.preprocess(blankToUndefined, z.coerce.number().int().min(0).max(65535).default(54321)),
   PROJECT_NAME: optionalString,
   DATABASE_URL: optionalString,
   SUPABASE_DB_URL: optionalString,
@@ -116,8 +116,11 @@ type Env = Readonly<Record<string, string | undefined>>;
 export function parseConfig(env: Env): AppConfig {
   const parsed = envSchema.safeParse(env);
   if (!parsed.success) {
+    const malformed = parsed.error.issues.map((issue) =>
+      `${issue.path.join(".")}: ${issue.message}`
+    );
     throw new ConfigError(
-      parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`),
+      env.APP_ENV === "production" ? [...missingInProduction(env), ...malformed] : malformed,
     );
   }
   const vars = parsed.data;
@@ -136,17 +139,7 @@ export function parseConfig(env: Env): AppConfig {
     : parseOrigin(vars.SUPABASE_URL, "SUPABASE_URL", problems);
 
   if (production) {
-    const present = [
-      databaseUrl !== undefined,
-      encryptionKeys.length > 0 || vars.ENCRYPTION_KEYS !== undefined ||
-      vars.ENCRYPTION_KEY !== undefined,
-      vars.SERVER_REVEAL_TOKEN !== undefined,
-      vars.JWT_SECRET !== undefined,
-    ];
-    const missing = REQUIRED_IN_PRODUCTION.filter((_, index) => !present[index]);
-    if (missing.length > 0) {
-      problems.unshift(`APP_ENV=production requires ${missing.join(", ")}`);
-    }
+    problems.unshift(...missingInProduction(env));
   } else {
     // Development and tests get their keys from the local server's dev-key file or the test setup.
     if (encryptionKeys.length === 0) {
@@ -193,6 +186,19 @@ export function parseConfig(env: Env): AppConfig {
       serviceRoleKey: vars.SUPABASE_SERVICE_ROLE_KEY ?? null,
     },
   };
+}
+
+/** One line naming every required production setting that is absent (not: malformed). */
+function missingInProduction(env: Env): string[] {
+  const given = (...names: string[]) => names.some((name) => Boolean(env[name]?.trim()));
+  const present = [
+    given("DATABASE_URL", "SUPABASE_DB_URL"),
+    given("ENCRYPTION_KEYS", "ENCRYPTION_KEY"),
+    given("SERVER_REVEAL_TOKEN"),
+    given("JWT_SECRET"),
+  ];
+  const missing = REQUIRED_IN_PRODUCTION.filter((_, index) => !present[index]);
+  return missing.length === 0 ? [] : [`APP_ENV=production requires ${missing.join(", ")}`];
 }
 
 /** `ENCRYPTION_KEYS=k2:<base64>,k1:<base64>` (first encrypts) or one `ENCRYPTION_KEY=<base64>` (id k1). */

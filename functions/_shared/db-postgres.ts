@@ -19,7 +19,8 @@ export function openPostgres(settings: PostgresSettings): Database {
   const on = (runner: postgres.Sql | postgres.TransactionSql): Queryable => ({
     async query<T extends Row>(text: string, params: readonly unknown[] = []) {
       const rows = await runner.unsafe(text, params as postgres.ParameterOrJSON<never>[]);
-      return rows as unknown as T[];
+      // A plain array, the same shape PGlite returns (postgres.js hands back an Array subclass).
+      return Array.from(rows) as unknown as T[];
     },
     async execScript(script: string) {
       await runner.unsafe(script);

@@ -1,0 +1,189 @@
+/**
+ * The HTTP layer every function shares: JSON errors with stable codes, routing, bounded bodies,
+ * CORS that never admits the reveal header, and no internals in any response.
+ */
+import assert from "node:assert/strict";
+import { ServiceError } from "../functions/_shared/errors.ts";
+import {
+  CORS_ALLOWED_HEADERS,
+  MAX_BODY_BYTES,
+  readJson,
+  router,
+  serve,
+} from "../functions/_shared/http.ts";
+import { silentLogger } from "../functions/_shared/log.ts";
+import { describeWithDatabase } from "./support/suite.ts";
+
+async function expectError(response: Response, status: number, code: string) {
+  assert.equal(response.status, status);
+  assert.match(response.headers.get("content-type") ?? "", /^application\/json/);
+  const body = await response.json();
+  assert.equal(body.error.code, code);
+  assert.equal(typeof body.error.message, "string");
+  return body;
+}
+
+const jsonPost = (body: BodyInit, contentType = "application/json"): RequestInit => ({
+  method: "POST",
+  headers: { "content-type": contentType },
+  body,
+});
+
+describeWithDatabase("the shared HTTP layer", {
+  async "an unknown route is a 404 JSON error, under /api and /functions/v1 alike"(app) {
+    await expectError(await app.fetch("/api/nope"), 404, "not_found");
+    await expectError(await app.fetch("/functions/v1/user-secrets/nope"), 404, "not_found");
+    await expectError(await app.fetch("/functions/v1/nope"), 404, "not_found");
+    await expectError(await app.fetch("/"), 404, "not_found");
+  },
+
+  async "a wrong method is a 405 that lists the allowed ones"(app) {
+    const response = await app.fetch("/api/auth/nonce", { method: "GET" });
+    await expectError(response, 405, "method_not_allowed");
+    assert.equal(response.headers.get("allow"), "POST");
+  },
+
+  async "malformed JSON is a 400"(app) {
+    await expectError(
+      await app.fetch("/api/auth/wallet-proof", jsonPost("{not json")),
+      400,
+      "invalid_json",
+    );
+    await expectError(
+      await app.fetch("/api/auth/wallet-proof", jsonPost(new Uint8Array([0x22, 0xff, 0x22]))),
+      400,
+      "invalid_json",
+    );
+  },
+
+  async "a body that is not JSON is a 415"(app) {
+    await expectError(
+      await app.fetch(
+        "/api/auth/wallet-proof",
+        jsonPost("message=x", "application/x-www-form-urlencoded"),
+      ),
+      415,
+      "unsupported_media_type",
+    );
+  },
+
+  async "a body over 16 KiB is a 413, whether declared or streamed"(app) {
+    const big = JSON.stringify({ message: "x".repeat(MAX_BODY_BYTES), signature: "0x" });
+    await expectError(
+      await app.fetch("/api/auth/wallet-proof", jsonPost(big)),
+      413,
+      "payload_too_large",
+    );
+    let pulled = 0;
+    const endless = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        pulled += 1024;
+        controller.enqueue(new Uint8Array(1024).fill(0x20));
+      },
+    });
+    const response = await app.fetch("/api/auth/wallet-proof", {
+      ...jsonPost(endless),
+      // @ts-ignore: Deno needs duplex for a streamed request body.
+      duplex: "half",
+    });
+    await expectError(response, 413, "payload_too_large");
+    assert.ok(pulled <= MAX_BODY_BYTES + 64 * 1024, `stopped reading early (read ${pulled} bytes)`);
+  },
+
+  async "a CORS preflight allows the client headers and never the reveal header"(app) {
+    const response = await app.fetch("/api/secrets", {
+      method: "OPTIONS",
+      headers: {
+        origin: "https://creator.example",
+        "access-control-request-method": "PUT",
+        "access-control-request-headers": "authorization, content-type, x-service-server-secret",
+      },
+    });
+    assert.equal(response.status, 204);
+    const allowed = response.headers.get("access-control-allow-headers") ?? "";
+    assert.deepEqual(allowed.split(",").map((h) => h.trim()).sort(), [
+      "apikey",
+      "authorization",
+      "content-type",
+      "x-client-info",
+    ]);
+    assert.ok(!allowed.includes("x-service-server-secret"));
+    assert.equal(allowed, CORS_ALLOWED_HEADERS);
+  },
+
+  async "responses carry CORS headers and are never cached"(app) {
+    const response = await app.fetch("/api/secrets", {
+      headers: { origin: "https://creator.example" },
+    });
+    assert.equal(response.headers.get("access-control-allow-origin"), "*");
+    assert.equal(response.headers.get("cache-control"), "no-store");
+    await response.body?.cancel();
+  },
+});
+
+describeWithDatabase("CORS with ALLOWED_ORIGINS set", {
+  async "only the listed origins are echoed back"(app) {
+    const allowed = await app.fetch("/api/secrets", {
+      headers: { origin: "https://app.example.com" },
+    });
+    assert.equal(allowed.headers.get("access-control-allow-origin"), "https://app.example.com");
+    await allowed.body?.cancel();
+    const other = await app.fetch("/api/secrets", { headers: { origin: "https://evil.example" } });
+    assert.equal(other.headers.get("access-control-allow-origin"), null);
+    await other.body?.cancel();
+  },
+}, { ALLOWED_ORIGINS: "https://app.example.com" });
+
+Deno.test("an unexpected failure is a generic 500 with no message, stack or detail", async () => {
+  const logged: string[] = [];
+  const handler = serve(
+    () => Promise.reject(new Error("boom: SECRET-VALUE-123 at /work/main/x.ts:1:1")),
+    { allowedOrigins: [] },
+    { info: () => {}, error: (event, fields) => logged.push(JSON.stringify({ event, ...fields })) },
+  );
+  const response = await handler(new Request("http://localhost/x"));
+  const text = await response.text();
+  assert.equal(response.status, 500);
+  assert.deepEqual(JSON.parse(text), {
+    error: { code: "internal_error", message: "Something went wrong on our side." },
+  });
+  assert.ok(
+    logged.every((line) => !line.includes("SECRET-VALUE-123")),
+    "the log holds no message either",
+  );
+});
+
+Deno.test("a lost database connection is a 503 with Retry-After", async () => {
+  const handler = serve(
+    () =>
+      Promise.reject(Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" })),
+    { allowedOrigins: [] },
+    silentLogger,
+  );
+  const response = await handler(new Request("http://localhost/x"));
+  assert.equal(response.status, 503);
+  assert.equal(response.headers.get("retry-after"), "1");
+  assert.equal((await response.json()).error.code, "database_unavailable");
+});
+
+Deno.test("routes match below the function name with or without the /functions/v1 prefix", async () => {
+  const handle = router("demo", [{
+    method: "GET",
+    path: "/thing",
+    handle: () => Promise.resolve(new Response("ok")),
+  }]);
+  assert.equal(await (await handle(new Request("http://x/demo/thing"))).text(), "ok");
+  assert.equal(await (await handle(new Request("http://x/functions/v1/demo/thing/"))).text(), "ok");
+  assert.throws(
+    () => handle(new Request("http://x/demo/other")),
+    (e: ServiceError) => e.code === "not_found",
+  );
+  assert.throws(
+    () => handle(new Request("http://x/demoX/thing")),
+    (e: ServiceError) => e.code === "not_found",
+  );
+});
+
+Deno.test("an empty body reads as undefined and is the handler's call", async () => {
+  assert.equal(await readJson(new Request("http://x/", { method: "POST" })), undefined);
+});
