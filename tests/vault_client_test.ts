@@ -1,0 +1,374 @@
+/**
+ * The browser client (client/vault-client.ts) against the real service in-process: wallet
+ * sign-in with real signatures, the session's storage, refresh and revocation, typed errors, and
+ * EIP-6963 discovery. The same module runs in the browser test, served by the local server.
+ */
+import assert from "node:assert/strict";
+import { hexToString } from "viem";
+import { createSiweMessage } from "viem/siwe";
+import type { PrivateKeyAccount } from "viem/accounts";
+import {
+  createVaultClient,
+  discoverWallets,
+  type Eip1193Provider,
+  memoryStorage,
+  SignatureRejectedError,
+  type VaultClientOptions,
+  VaultError,
+  type VaultStorage,
+} from "../client/vault-client.ts";
+import { type NonceResponse, signInMessageMismatch } from "../client/sign-in-message.ts";
+import { createSessionTokens } from "../functions/_shared/session-tokens.ts";
+import { bearer, newWallet, type TestApp } from "./support/app.ts";
+import { describeWithDatabase } from "./support/suite.ts";
+
+interface WalletOptions {
+  readonly account?: PrivateKeyAccount;
+  readonly chainId?: number;
+  readonly reject?: "connect" | "sign";
+}
+
+/** An EIP-1193 wallet over a viem account; records what it was asked. */
+function wallet(options: WalletOptions = {}) {
+  const account = options.account ?? newWallet();
+  const calls: { method: string; params: readonly unknown[] }[] = [];
+  const rejection = () => Object.assign(new Error("User rejected the request."), { code: 4001 });
+  const provider: Eip1193Provider = {
+    async request({ method, params }) {
+      const list = (params ?? []) as readonly unknown[];
+      calls.push({ method, params: list });
+      switch (method) {
+        case "eth_requestAccounts":
+          if (options.reject === "connect") throw rejection();
+          return [account.address.toLowerCase()];
+        case "eth_chainId":
+          return `0x${(options.chainId ?? 1).toString(16)}`;
+        case "personal_sign": {
+          if (options.reject === "sign") throw rejection();
+          return await account.signMessage({ message: { raw: list[0] as `0x${string}` } });
+        }
+        default:
+          throw Object.assign(new Error("unsupported"), { code: 4200 });
+      }
+    },
+  };
+  return { account, provider, calls };
+}
+
+interface Traffic {
+  readonly paths: string[];
+}
+
+function clientFor(
+  app: TestApp,
+  options: Partial<VaultClientOptions> & { traffic?: Traffic } = {},
+) {
+  const storage = options.storage ?? memoryStorage();
+  const client = createVaultClient({
+    baseUrl: "http://127.0.0.1:54321/api/",
+    storage,
+    fetch: (input, init) => {
+      const url = new URL(String(input));
+      options.traffic?.paths.push(`${init?.method ?? "GET"} ${url.pathname}`);
+      return app.fetch(url.href, init);
+    },
+    ...options,
+  });
+  return { client, storage };
+}
+
+async function stored(storage: VaultStorage): Promise<Record<string, unknown> | null> {
+  const text = await storage.getItem("wallet-vault.session:http://127.0.0.1:54321/api");
+  return text === null ? null : JSON.parse(text);
+}
+
+async function rejects(promise: Promise<unknown>): Promise<VaultError> {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof VaultError, `expected a VaultError, got ${error}`);
+    return error;
+  }
+  assert.fail("expected the call to fail");
+}
+
+function sessionIdOf(accessToken: string): string {
+  const payload = accessToken.split(".")[1].replaceAll("-", "+").replaceAll("_", "/");
+  return JSON.parse(atob(payload)).session_id;
+}
+
+describeWithDatabase("the browser vault client", {
+  async "signs in with any EIP-1193 wallet and stores the session"(app) {
+    const { account, provider } = wallet();
+    const { client, storage } = clientFor(app);
+    const changes: unknown[] = [];
+    client.onSessionChange((session) => changes.push(session));
+
+    const session = await client.signIn(provider);
+    assert.equal(session.user.walletAddress, account.address); // checksummed by the service
+    assert.equal(typeof session.accessToken, "string");
+    assert.deepEqual(await stored(storage), session);
+    assert.deepEqual(await client.getSession(), session);
+    assert.deepEqual(changes, [session]);
+
+    const status = await client.listSecrets();
+    assert.equal(status.project, "wallet-vault-test");
+    assert.deepEqual(status.secrets, []);
+  },
+
+  async "asks the wallet to sign exactly the service's EIP-4361 message, as UTF-8 hex"(app) {
+    const { account, provider, calls } = wallet();
+    const { client } = clientFor(app);
+    await client.signIn(provider);
+    assert.deepEqual(calls.map((c) => c.method), [
+      "eth_requestAccounts",
+      "eth_chainId",
+      "personal_sign",
+    ]);
+    const [data, address] = calls[2].params as [`0x${string}`, string];
+    assert.equal(address.toLowerCase(), account.address.toLowerCase());
+    const message = hexToString(data);
+    assert.ok(message.startsWith("127.0.0.1:54321 wants you to sign in with your Ethereum"));
+    assert.ok(message.includes(`\n${account.address}\n`));
+    assert.ok(message.includes("\nURI: http://127.0.0.1:54321\n"));
+  },
+
+  async "a wallet that refuses to sign gives SignatureRejectedError and no session"(app) {
+    const { provider } = wallet({ reject: "sign" });
+    const { client, storage } = clientFor(app);
+    const error = await rejects(client.signIn(provider));
+    assert.ok(error instanceof SignatureRejectedError);
+    assert.equal(error.code, "signature_rejected");
+    assert.equal(error.step, "sign");
+    assert.equal(await stored(storage), null);
+
+    const refusingToConnect = await rejects(
+      clientFor(app).client.signIn(
+        wallet({ reject: "connect" }).provider,
+      ),
+    );
+    assert.ok(refusingToConnect instanceof SignatureRejectedError);
+    assert.equal(refusingToConnect.step, "connect");
+  },
+
+  async "a sign-in message that does not match the nonce answer is never shown to the wallet"(
+    app,
+  ) {
+    const { provider, calls } = wallet();
+    const { client } = createTampering(app);
+    const error = await rejects(client.signIn(provider));
+    assert.equal(error.code, "message_mismatch");
+    assert.ok(!calls.some((c) => c.method === "personal_sign"));
+  },
+
+  async "refreshes the access token before it expires, once for concurrent calls"(app) {
+    let clock = Date.now();
+    const traffic: Traffic = { paths: [] };
+    const { client, storage } = clientFor(app, { now: () => clock, traffic });
+    const first = await client.signIn(wallet().provider);
+    clock += (app.config.accessTokenTtlSeconds - 30) * 1000; // inside the 60 s margin
+
+    traffic.paths.length = 0;
+    await Promise.all([client.listSecrets(), client.listSecrets(), client.listSecrets()]);
+    assert.equal(traffic.paths.filter((p) => p === "POST /api/auth/refresh").length, 1);
+    const second = await client.getSession();
+    assert.ok(second);
+    assert.notEqual(second.refreshToken, first.refreshToken);
+    assert.ok(second.expiresAt > first.expiresAt);
+    assert.deepEqual(await stored(storage), second);
+
+    // The service really rotated: the first refresh token is spent.
+    const reuse = await app.fetch("/api/auth/refresh", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ refresh_token: first.refreshToken }),
+    });
+    assert.equal((await reuse.json()).error.code, "refresh_token_reused");
+  },
+
+  async "an access token the service calls expired is refreshed and the call retried"(app) {
+    const { client, storage } = clientFor(app);
+    const session = await client.signIn(wallet().provider);
+    // The same live session, with an access token that expired an hour ago; the client's clock
+    // believes it is fresh, so only the service's token_expired can trigger the refresh.
+    const pastTokens = createSessionTokens({
+      jwtSecret: app.config.jwtSecret,
+      accessTokenTtlSeconds: 60,
+      db: app.context.db,
+      now: () => Date.now() - 3600_000,
+    });
+    const { accessToken: expired } = await pastTokens.issue({
+      userId: session.user.id,
+      sessionId: sessionIdOf(session.accessToken),
+      walletAddress: session.user.walletAddress,
+    });
+    await storage.setItem(
+      "wallet-vault.session:http://127.0.0.1:54321/api",
+      JSON.stringify({ ...session, accessToken: expired }),
+    );
+    const status = await client.listSecrets();
+    assert.deepEqual(status.secrets, []);
+    const now = await client.getSession();
+    assert.ok(now);
+    assert.notEqual(now.accessToken, expired);
+    assert.notEqual(now.refreshToken, session.refreshToken);
+  },
+
+  async "signOut revokes the session on the service and forgets it"(app) {
+    const { client, storage } = clientFor(app);
+    const changes: unknown[] = [];
+    const session = await client.signIn(wallet().provider);
+    client.onSessionChange((s) => changes.push(s));
+    assert.deepEqual(await client.signOut(), { revokedOnServer: true });
+    assert.equal(await stored(storage), null);
+    assert.deepEqual(changes, [null]);
+    const response = await app.fetch("/api/secrets", { headers: bearer(session.accessToken) });
+    assert.equal(response.status, 401);
+    assert.equal((await response.json()).error.code, "session_revoked");
+    assert.deepEqual(await client.signOut(), { revokedOnServer: false }, "already signed out");
+  },
+
+  async "a session the service ended elsewhere fails with session_revoked and is forgotten"(app) {
+    const { client, storage } = clientFor(app);
+    const session = await client.signIn(wallet().provider);
+    const logout = await app.fetch("/api/auth/logout", {
+      method: "POST",
+      headers: bearer(session.accessToken),
+    });
+    assert.equal(logout.status, 204);
+    const error = await rejects(client.listSecrets());
+    assert.equal(error.code, "session_revoked");
+    assert.equal(error.status, 401);
+    assert.equal(await stored(storage), null);
+  },
+
+  async "without a session: status works, vault calls fail with not_signed_in"(app) {
+    const { client } = clientFor(app);
+    const status = await client.status();
+    assert.equal(status.configured, true);
+    assert.deepEqual(status.secrets, []);
+    assert.equal((await rejects(client.listSecrets())).code, "not_signed_in");
+    assert.equal((await rejects(client.saveSecret("provider_b_key", "x"))).code, "not_signed_in");
+    assert.equal((await rejects(client.deleteSecret("provider_b_key"))).code, "not_signed_in");
+  },
+
+  async "wallet failures, an unreachable service and a non-JSON answer have their own codes"(
+    app,
+  ) {
+    const { client } = clientFor(app);
+    const error = await rejects(client.signIn(wallet({ chainId: 0 }).provider));
+    assert.equal(error.code, "wallet_error", "chain id 0 is not a chain");
+
+    const unreachable = createVaultClient({
+      baseUrl: "http://127.0.0.1:54321/api",
+      storage: memoryStorage(),
+      fetch: () => Promise.reject(new TypeError("Failed to fetch")),
+    });
+    assert.equal((await rejects(unreachable.status())).code, "network_error");
+
+    const notJson = createVaultClient({
+      baseUrl: "http://127.0.0.1:54321/api",
+      storage: memoryStorage(),
+      fetch: () => Promise.resolve(new Response("<html>Bad gateway</html>", { status: 502 })),
+    });
+    const invalid = await rejects(notJson.status());
+    assert.equal(invalid.code, "invalid_response");
+    assert.equal(invalid.status, 502);
+  },
+});
+
+describeWithDatabase("the browser vault client with a chain allow-list", {
+  async "a refused chain is a VaultError with the service's code, status and details"(app) {
+    const { client } = clientFor(app);
+    const error = await rejects(client.signIn(wallet({ chainId: 5 }).provider));
+    assert.equal(error.code, "chain_not_allowed");
+    assert.equal(error.status, 401);
+    assert.deepEqual(error.details, { allowedChainIds: [1] });
+  },
+}, { ALLOWED_CHAIN_IDS: "1" });
+
+/** A client whose transport swaps the URI in the service's message for another site's. */
+function createTampering(app: TestApp) {
+  return clientFor(app, {
+    fetch: async (input, init) => {
+      const response = await app.fetch(String(input), init);
+      if (!String(input).endsWith("/auth/nonce")) return response;
+      const body = await response.json();
+      body.message = body.message.replace("URI: http://127.0.0.1:54321", "URI: https://evil.test");
+      return Response.json(body);
+    },
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+
+Deno.test("the message check accepts viem's EIP-4361 message and names any field that differs", () => {
+  const account = newWallet();
+  const issuedAt = new Date("2026-11-22T10:00:00.000Z");
+  const expiresAt = new Date("2026-11-22T10:10:00.000Z");
+  const nonce: NonceResponse = {
+    nonce: "abcdefgh12345678",
+    issuedAt: issuedAt.toISOString(),
+    expiresAt: expiresAt.toISOString(),
+    domain: "app.example.com",
+    uri: "https://app.example.com",
+    chainId: 137,
+    version: "1",
+    statement: "Sign in to wallet-vault. It costs no gas.",
+  };
+  const build = (overrides: Record<string, unknown> = {}) =>
+    createSiweMessage({
+      address: account.address,
+      domain: nonce.domain,
+      uri: nonce.uri,
+      chainId: nonce.chainId,
+      nonce: nonce.nonce,
+      issuedAt,
+      expirationTime: expiresAt,
+      statement: nonce.statement,
+      version: "1",
+      ...overrides,
+    });
+  const expected = { nonce, address: account.address.toLowerCase() };
+  assert.equal(signInMessageMismatch(build(), expected), null);
+  assert.equal(signInMessageMismatch(build({ domain: "evil.test" }), expected), "domain");
+  assert.equal(signInMessageMismatch(build({ address: newWallet().address }), expected), "address");
+  assert.equal(signInMessageMismatch(build({ uri: "https://evil.test" }), expected), "URI");
+  assert.equal(signInMessageMismatch(build({ chainId: 1 }), expected), "Chain ID");
+  assert.equal(signInMessageMismatch(build({ nonce: "zzzzzzzz12345678" }), expected), "Nonce");
+  assert.equal(
+    signInMessageMismatch(build({ expirationTime: new Date("2030-01-01") }), expected),
+    "Expiration Time",
+  );
+  assert.equal(
+    signInMessageMismatch(build({ statement: "Approve everything." }), expected),
+    "statement",
+  );
+});
+
+Deno.test("discoverWallets collects EIP-6963 announcements, and falls back to window.ethereum", async () => {
+  const target = new EventTarget();
+  const provider: Eip1193Provider = { request: () => Promise.resolve(null) };
+  const info = { uuid: "u-1", name: "Wallet One", icon: "data:,", rdns: "one.example" };
+  target.addEventListener("eip6963:requestProvider", () => {
+    target.dispatchEvent(
+      new CustomEvent("eip6963:announceProvider", { detail: { info, provider } }),
+    );
+    // A malformed announcement is ignored.
+    target.dispatchEvent(new CustomEvent("eip6963:announceProvider", { detail: { info: {} } }));
+  });
+  const found = await discoverWallets({ target, waitMs: 0 });
+  assert.equal(found.length, 1);
+  assert.equal(found[0].info.name, "Wallet One");
+  assert.equal(found[0].provider, provider);
+
+  const global = globalThis as { ethereum?: Eip1193Provider };
+  global.ethereum = provider;
+  try {
+    const legacy = await discoverWallets({ target: new EventTarget(), waitMs: 0 });
+    assert.equal(legacy.length, 1);
+    assert.equal(legacy[0].provider, provider);
+  } finally {
+    delete global.ethereum;
+  }
+});
