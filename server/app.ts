@@ -8,6 +8,7 @@ import { ServiceError } from "../functions/_shared/errors.ts";
 import { type Handler, serve } from "../functions/_shared/http.ts";
 import { createUserSecretsHandler } from "../functions/user-secrets/handler.ts";
 import { createWalletProofHandler } from "../functions/wallet-proof/handler.ts";
+import { isStaticPath, serveStatic } from "./static.ts";
 
 export interface LocalApp {
   readonly handler: Handler;
@@ -24,12 +25,14 @@ export function createLocalApp(context: ServiceContext): LocalApp {
   };
   functions.api = wrap(createApiHandler(inProcessInvoker(functions)));
 
+  const assets = wrap(serveStatic);
   const notFound = wrap(() => Promise.reject(new ServiceError("not_found", "No such route.")));
   const handler: Handler = (request) => {
     const { pathname } = new URL(request.url);
     const fn = /^\/functions\/v1\/([a-z-]+)(?:\/|$)/.exec(pathname)?.[1];
     if (fn !== undefined && Object.hasOwn(functions, fn)) return functions[fn](request);
     if (pathname === "/api" || pathname.startsWith("/api/")) return functions.api(request);
+    if (isStaticPath(pathname)) return assets(request); // the settings page and browser client
     return notFound(request);
   };
   return { handler, functions };
