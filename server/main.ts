@@ -69,6 +69,7 @@ async function main(): Promise<void> {
     `migrations: ${applied.length === 0 ? "up to date" : `applied ${applied.join(", ")}`}`,
   );
   console.log(`try: curl http://${HOST}:${config.port}/api/secrets`);
+  console.log(`settings page: http://${HOST}:${config.port}/settings`);
 
   const stop = async () => {
     await server.shutdown();
