@@ -3,37 +3,174 @@ import type { Database, DatabaseSettings, Queryable, Row } from "./db.ts";
 
 type PostgresSettings = Extract<DatabaseSettings, { engine: "postgres" }>;
 
+/**
+ * The one error for "the database did not answer in time": its code is one isDatabaseUnavailable
+ * knows, so the HTTP layer turns it into 503 database_unavailable.
+ */
+export class DatabaseDeadlineError extends Error {
+  readonly code = "ETIMEDOUT";
+  constructor(timeoutMs: number) {
+    super(`The database did not answer within ${timeoutMs} ms.`);
+    this.name = "DatabaseDeadlineError";
+  }
+}
+
+/**
+ * Failures after which an established connection is gone. postgres.js 3.4.9 can leave such a
+ * connection object wedged (a write scheduled before the close is kept and blocks the next startup
+ * message), so the pool that saw one is replaced rather than reused.
+ */
+const CONNECTION_LOST = new Set([
+  "CONNECTION_CLOSED",
+  "ECONNRESET",
+  "EPIPE",
+  "57P01", // admin_shutdown
+  "57P02", // crash_shutdown
+  "08003",
+  "08006",
+]);
+
 export function openPostgres(settings: PostgresSettings): Database {
-  const sql = postgres(settings.url, {
-    max: settings.maxConnections,
-    // Supabase's transaction pooler cannot keep prepared statements; DATABASE_PREPARE=false.
-    prepare: settings.prepare,
-    connect_timeout: Math.max(1, Math.ceil(settings.queryTimeoutMs / 1000)),
-    idle_timeout: 30,
-    onnotice: () => {},
-    connection: {
-      application_name: "wallet-vault",
-      statement_timeout: settings.queryTimeoutMs,
-    },
-  });
-  const on = (runner: postgres.Sql | postgres.TransactionSql): Queryable => ({
+  const timeoutMs = settings.queryTimeoutMs;
+  const connect = () =>
+    postgres(settings.url, {
+      max: settings.maxConnections,
+      // Supabase's transaction pooler cannot keep prepared statements; DATABASE_PREPARE=false.
+      prepare: settings.prepare,
+      connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
+      idle_timeout: 30,
+      // The default backoff grows to 20 s between reconnects, and queued requests wait it out, long
+      // past their deadline, even after the database is back. Capped at 100 ms: an outage answers
+      // 503 at once and recovery is noticed at once, while reconnects stay bounded by the pool size.
+      backoff: (attempt: number) => Math.min(0.02 * attempt, 0.1),
+      onnotice: () => {},
+      connection: {
+        application_name: "wallet-vault",
+        statement_timeout: timeoutMs,
+      },
+    });
+
+  let sql = connect();
+  let closed = false;
+  const retiring = new Set<Promise<void>>();
+  /** Swaps in a fresh pool once per lost one; the old pool finishes what is in flight, then ends. */
+  const replace = (failed: postgres.Sql) => {
+    if (closed || failed !== sql) return;
+    sql = connect();
+    const ending = failed.end({ timeout: Math.ceil(timeoutMs / 1000) }).catch(() => {});
+    retiring.add(ending);
+    ending.finally(() => retiring.delete(ending));
+  };
+  const onLost = (error: unknown, pool: postgres.Sql) => {
+    const code = (error as { code?: unknown } | null)?.code;
+    if (typeof code === "string" && CONNECTION_LOST.has(code)) replace(pool);
+  };
+  const resetAfterWriteRace = () => replace(sql);
+  writeRaceResets.add(resetAfterWriteRace);
+  installWriteRaceGuard();
+
+  /** `expired`: the caller was already answered, so nothing more is sent on its behalf. */
+  const on = (
+    runner: postgres.Sql | postgres.TransactionSql,
+    expired = () => false,
+  ): Queryable => ({
     async query<T extends Row>(text: string, params: readonly unknown[] = []) {
+      if (expired()) throw new DatabaseDeadlineError(timeoutMs);
       const rows = await runner.unsafe(text, params as postgres.ParameterOrJSON<never>[]);
       // A plain array, the same shape PGlite returns (postgres.js hands back an Array subclass).
       return Array.from(rows) as unknown as T[];
     },
     async execScript(script: string) {
+      if (expired()) throw new DatabaseDeadlineError(timeoutMs);
       await runner.unsafe(script);
     },
   });
+
   return {
     engine: "postgres",
-    ...on(sql),
+    async query<T extends Row>(text: string, params: readonly unknown[] = []) {
+      const pool = sql;
+      const pending = pool.unsafe(text, params as postgres.ParameterOrJSON<never>[]);
+      try {
+        const rows = await withDeadline(pending, timeoutMs, () => {
+          // Still waiting for a connection: leave the queue, so an outage builds no backlog. (A
+          // query already sent is left alone: a cancel request to a dead server would reject
+          // unobserved inside postgres.js.)
+          if ((pending as unknown as { state: unknown }).state === null) pending.cancel();
+        });
+        return Array.from(rows) as unknown as T[];
+      } catch (error) {
+        onLost(error, pool);
+        throw error;
+      }
+    },
+    execScript: (script) => on(sql).execScript(script),
     async transaction(work) {
-      return (await sql.begin((tx) => work(on(tx)))) as Awaited<ReturnType<typeof work>>;
+      const pool = sql;
+      // The whole transaction shares one deadline, waiting for a connection included. Past it the
+      // caller has its 503: a transaction still queued never starts, one under way sends no further
+      // statement and rolls back, so a late write cannot land after a newer acknowledged one.
+      let expired = false;
+      const isExpired = () => expired;
+      try {
+        return await withDeadline(
+          pool.begin(async (tx) => {
+            const result = await work(on(tx, isExpired));
+            if (expired) throw new DatabaseDeadlineError(timeoutMs);
+            return result;
+          }) as Promise<Awaited<ReturnType<typeof work>>>,
+          timeoutMs,
+          () => expired = true,
+        );
+      } catch (error) {
+        onLost(error, pool);
+        throw error;
+      }
     },
     async close() {
-      await sql.end({ timeout: 5 });
+      closed = true;
+      writeRaceResets.delete(resetAfterWriteRace);
+      await Promise.all([sql.end({ timeout: 5 }), ...retiring]);
     },
   };
+}
+
+/** Settles like `operation`, or rejects with DatabaseDeadlineError after `ms`. */
+function withDeadline<T>(operation: PromiseLike<T>, ms: number, onExpiry?: () => void): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      onExpiry?.();
+      reject(new DatabaseDeadlineError(ms));
+    }, ms);
+  });
+  return Promise.race([operation, deadline]).finally(() => clearTimeout(timer));
+}
+
+// ---------------------------------------------------------------------------------------------
+// postgres.js 3.4.9 write-after-close race (porsager/postgres#1154, #1208; fix proposed in #1209):
+// a write scheduled with setImmediate can run after the connection closed and throw from the
+// timer, outside any promise, which would end the process. It happens when the database goes away
+// mid-transaction (the driver's own ROLLBACK is written to the dead connection). Only that exact
+// error is stopped here; the pools are replaced since the connection object is left wedged, and
+// the request waiting on it is answered by its deadline. Every other uncaught error still ends the
+// process as before.
+
+const writeRaceResets = new Set<() => void>();
+let guardInstalled = false;
+
+function installWriteRaceGuard(): void {
+  if (guardInstalled || typeof globalThis.addEventListener !== "function") return;
+  guardInstalled = true;
+  globalThis.addEventListener("error", (event) => {
+    if (!isWriteAfterClose(event.error)) return;
+    event.preventDefault();
+    for (const reset of writeRaceResets) reset();
+  });
+}
+
+export function isWriteAfterClose(error: unknown): boolean {
+  return error instanceof TypeError &&
+    error.message.includes("(reading 'write')") &&
+    /nextWrite[^\n]*[/\\]postgres[/\\][^\n]*connection\.js/.test(error.stack ?? "");
 }
