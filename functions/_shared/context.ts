@@ -6,12 +6,15 @@ import type { AppConfig } from "./config.ts";
 import type { Database } from "./db.ts";
 import type { Logger } from "./log.ts";
 import { createSessionTokens, type SessionTokens } from "./session-tokens.ts";
+import { createKeyring, type Keyring } from "./vault-crypto.ts";
 
 export interface ServiceContext {
   readonly config: AppConfig;
   readonly db: Database;
   readonly log: Logger;
   readonly sessions: SessionTokens;
+  /** The vault's keys from config.encryptionKeys, imported once per process. */
+  readonly keyring: Keyring;
   /**
    * Origins whose EIP-4361 domain and uri sign-in accepts: ALLOWED_ORIGINS, or when that is empty
    * the server's own origins (the local server passes its URL). Never derived from request headers,
@@ -38,5 +41,6 @@ export function createServiceContext(
   const signInOrigins = config.allowedOrigins.length > 0
     ? config.allowedOrigins
     : options.ownOrigins ?? [];
-  return { config, db, log, sessions, signInOrigins };
+  const keyring = createKeyring(config.encryptionKeys);
+  return { config, db, log, sessions, keyring, signInOrigins };
 }

@@ -38,6 +38,7 @@ export const ERROR_STATUS = {
   secret_not_found: 404,
   reveal_forbidden: 403,
   encryption_key_unavailable: 500,
+  decryption_failed: 500,
   // Server side
   internal_error: 500,
   not_configured: 500,

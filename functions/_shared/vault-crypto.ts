@@ -1,0 +1,142 @@
+/**
+ * The vault's encryption: AES-256-GCM through WebCrypto, with a keyring of named keys. The first
+ * key encrypts every write; every key decrypts, so keys can rotate without downtime. Keys are
+ * imported once, as non-extractable CryptoKeys, and neither their bytes nor anything derived from
+ * them ever leaves this module (not into SQL, logs or error messages).
+ */
+import type { EncryptionKeySpec } from "./config.ts";
+import { ServiceError } from "./errors.ts";
+import type { SecretType } from "./secret-types.ts";
+
+/** 96 bits: the IV size GCM is specified for; a fresh random one for every write. */
+const IV_BYTES = 12;
+/** Versioned label, so these ciphertexts can never be mistaken for any other use of the key. */
+const AAD_LABEL = "wallet-vault/user_secrets/v1";
+
+/** Which row a ciphertext belongs to. It is authenticated, not encrypted. */
+export interface SecretBinding {
+  readonly userId: string;
+  readonly secretType: SecretType;
+}
+
+/** What is stored in a user_secrets row. */
+export interface SealedSecret {
+  readonly ciphertext: Uint8Array;
+  readonly iv: Uint8Array;
+  readonly keyId: string;
+}
+
+export interface Keyring {
+  /** The id new writes are encrypted under, or null when no key is configured. */
+  readonly activeKeyId: string | null;
+  /** Every id this keyring can decrypt, active first. */
+  readonly keyIds: readonly string[];
+  has(keyId: string): boolean;
+  /** Resolves once every key is imported; rejects if one cannot be. */
+  ready(): Promise<void>;
+  encrypt(plaintext: string, binding: SecretBinding): Promise<SealedSecret>;
+  /**
+   * Throws ServiceError `encryption_key_unavailable` when the row's key id is not in the keyring,
+   * and `decryption_failed` when the ciphertext does not authenticate for this row (tampered,
+   * copied from another row, or a key id whose bytes were changed).
+   */
+  decrypt(sealed: SealedSecret, binding: SecretBinding): Promise<string>;
+}
+
+/**
+ * Builds the keyring and starts importing its keys at once (WebCrypto's import is asynchronous),
+ * so a service context can be built synchronously; every operation waits for the same import.
+ */
+export function createKeyring(specs: readonly EncryptionKeySpec[]): Keyring {
+  const keyIds = specs.map((spec) => spec.id);
+  if (new Set(keyIds).size !== keyIds.length) {
+    throw new Error("The keyring repeats a key id.");
+  }
+  const imported: Promise<ReadonlyMap<string, CryptoKey>> = Promise.all(
+    specs.map(async (spec) => {
+      // extractable = false: even code holding the CryptoKey cannot read the key back out.
+      const key = await crypto.subtle.importKey(
+        "raw",
+        new Uint8Array(spec.key),
+        { name: "AES-GCM" },
+        false,
+        ["encrypt", "decrypt"],
+      );
+      return [spec.id, key] as const;
+    }),
+  ).then((entries) => new Map(entries));
+  // A failed import surfaces on first use; until then it must not crash the process as unhandled.
+  imported.catch(() => {});
+  const activeKeyId = keyIds[0] ?? null;
+
+  return {
+    activeKeyId,
+    keyIds,
+    has: (keyId) => keyIds.includes(keyId),
+    ready: () => imported.then(() => {}),
+
+    async encrypt(plaintext, binding) {
+      if (activeKeyId === null) {
+        throw new ServiceError("not_configured", "The vault has no encryption key configured.");
+      }
+      const key = (await imported).get(activeKeyId)!;
+      const iv = crypto.getRandomValues(new Uint8Array(IV_BYTES));
+      const ciphertext = await crypto.subtle.encrypt(
+        { name: "AES-GCM", iv, additionalData: additionalData(binding, activeKeyId) },
+        key,
+        new TextEncoder().encode(plaintext),
+      );
+      return { ciphertext: new Uint8Array(ciphertext), iv, keyId: activeKeyId };
+    },
+
+    async decrypt(sealed, binding) {
+      const key = (await imported).get(sealed.keyId);
+      if (key === undefined) {
+        throw new ServiceError(
+          "encryption_key_unavailable",
+          `The stored ${binding.secretType} is encrypted under a key that is not configured; ` +
+            "restore that key to the keyring or save the secret again.",
+          { secretType: binding.secretType },
+        );
+      }
+      let plaintext: ArrayBuffer;
+      try {
+        plaintext = await crypto.subtle.decrypt(
+          {
+            name: "AES-GCM",
+            iv: new Uint8Array(sealed.iv),
+            additionalData: additionalData(binding, sealed.keyId),
+          },
+          key,
+          new Uint8Array(sealed.ciphertext),
+        );
+      } catch {
+        // WebCrypto says only "OperationError"; nothing more is known, and nothing more is leaked.
+        throw new ServiceError(
+          "decryption_failed",
+          `The stored ${binding.secretType} could not be decrypted; save the secret again.`,
+          { secretType: binding.secretType },
+        );
+      }
+      return new TextDecoder("utf-8", { fatal: true }).decode(plaintext);
+    },
+  };
+}
+
+/** The keyring with every key already imported: for scripts that want import errors up front. */
+export async function importKeyring(specs: readonly EncryptionKeySpec[]): Promise<Keyring> {
+  const keyring = createKeyring(specs);
+  await keyring.ready();
+  return keyring;
+}
+
+/**
+ * Binds a ciphertext to its creator, type and key id: a ciphertext copied to another creator's
+ * row, another type or relabelled with another key id fails authentication instead of decrypting.
+ * JSON of an array keeps the fields unambiguous whatever characters they hold.
+ */
+function additionalData(binding: SecretBinding, keyId: string): Uint8Array<ArrayBuffer> {
+  return new TextEncoder().encode(
+    JSON.stringify([AAD_LABEL, binding.userId, binding.secretType, keyId]),
+  );
+}

@@ -1,0 +1,152 @@
+/**
+ * The vault's encryption in isolation: AES-256-GCM round trips, a fresh IV per write, ciphertexts
+ * bound to creator, type and key id, the keyring's first key encrypting and every key decrypting,
+ * keys imported once and non-extractable, and errors that carry no key material.
+ */
+import assert from "node:assert/strict";
+import type { EncryptionKeySpec } from "../functions/_shared/config.ts";
+import { ServiceError } from "../functions/_shared/errors.ts";
+import { createKeyring, importKeyring } from "../functions/_shared/vault-crypto.ts";
+
+const key = (id: string): EncryptionKeySpec => ({
+  id,
+  key: crypto.getRandomValues(new Uint8Array(32)),
+});
+const ALICE = "0b8f4c2e-5d7a-4e1b-9c3f-2a6d8e0f1b2c";
+const BOB = "7e1d3a5c-9b2f-4c6e-8a0d-1f3b5d7e9a2c";
+const base64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
+
+async function rejectsWith(promise: Promise<unknown>, code: string): Promise<ServiceError> {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof ServiceError, `expected a ServiceError, got ${error}`);
+    assert.equal(error.code, code);
+    return error;
+  }
+  assert.fail(`expected ${code}, but it resolved`);
+}
+
+Deno.test("a value round-trips, as ciphertext with a 96-bit IV and a 128-bit tag", async () => {
+  const keyring = await importKeyring([key("k1")]);
+  const value = "sk-live-ünïcødé-🔑-" + crypto.randomUUID();
+  const sealed = await keyring.encrypt(value, { userId: ALICE, secretType: "provider_b_key" });
+  assert.equal(sealed.keyId, "k1");
+  assert.equal(sealed.iv.length, 12);
+  assert.equal(sealed.ciphertext.length, new TextEncoder().encode(value).length + 16);
+  assert.ok(!new TextDecoder().decode(sealed.ciphertext).includes(value.slice(0, 8)));
+  assert.equal(
+    await keyring.decrypt(sealed, { userId: ALICE, secretType: "provider_b_key" }),
+    value,
+  );
+});
+
+Deno.test("every write gets a fresh IV, so equal values never give equal ciphertexts", async () => {
+  const keyring = await importKeyring([key("k1")]);
+  const binding = { userId: ALICE, secretType: "provider_c_key" } as const;
+  const seen = new Set<string>();
+  for (let i = 0; i < 50; i++) {
+    const sealed = await keyring.encrypt("the same value", binding);
+    seen.add(`${base64(sealed.iv)}|${base64(sealed.ciphertext)}`);
+  }
+  assert.equal(seen.size, 50);
+  const ivs = new Set([...seen].map((entry) => entry.split("|")[0]));
+  assert.equal(ivs.size, 50);
+});
+
+Deno.test("a ciphertext opens only for the creator, type and key id it was written for", async () => {
+  const k1 = key("k1");
+  const keyring = await importKeyring([k1, { id: "k1-copy", key: k1.key }]);
+  const sealed = await keyring.encrypt("sk-bound", { userId: ALICE, secretType: "provider_b_key" });
+  await rejectsWith(
+    keyring.decrypt(sealed, { userId: BOB, secretType: "provider_b_key" }),
+    "decryption_failed",
+  );
+  await rejectsWith(
+    keyring.decrypt(sealed, { userId: ALICE, secretType: "provider_c_key" }),
+    "decryption_failed",
+  );
+  // Same key bytes under another id: the id is authenticated too, so a relabelled row fails.
+  await rejectsWith(
+    keyring.decrypt({ ...sealed, keyId: "k1-copy" }, {
+      userId: ALICE,
+      secretType: "provider_b_key",
+    }),
+    "decryption_failed",
+  );
+  const flipped = new Uint8Array(sealed.ciphertext);
+  flipped[0] ^= 1;
+  await rejectsWith(
+    keyring.decrypt(
+      { ...sealed, ciphertext: flipped },
+      { userId: ALICE, secretType: "provider_b_key" },
+    ),
+    "decryption_failed",
+  );
+});
+
+Deno.test("the first key encrypts and every key of the keyring decrypts", async () => {
+  const k1 = key("k1");
+  const k2 = key("k2");
+  const old = await importKeyring([k1]);
+  const rotated = await importKeyring([k2, k1]);
+  const binding = { userId: ALICE, secretType: "provider_e_key" } as const;
+  const underK1 = await old.encrypt("sk-old", binding);
+  assert.equal(rotated.activeKeyId, "k2");
+  assert.deepEqual(rotated.keyIds, ["k2", "k1"]);
+  assert.equal(await rotated.decrypt(underK1, binding), "sk-old");
+  const underK2 = await rotated.encrypt("sk-new", binding);
+  assert.equal(underK2.keyId, "k2");
+  assert.equal(await rotated.decrypt(underK2, binding), "sk-new");
+  // A keyring without k2 cannot read it, and says so by type, never by key.
+  const error = await rejectsWith(old.decrypt(underK2, binding), "encryption_key_unavailable");
+  assert.match(error.message, /provider_e_key/);
+  assert.deepEqual(error.details, { secretType: "provider_e_key" });
+  for (const material of [base64(k1.key), base64(k2.key)]) {
+    assert.ok(!JSON.stringify({ m: error.message, d: error.details }).includes(material));
+  }
+});
+
+Deno.test("a key id reused with other key bytes fails to decrypt instead of giving garbage", async () => {
+  const binding = { userId: BOB, secretType: "provider_d_key" } as const;
+  const sealed = await (await importKeyring([key("k1")])).encrypt("sk-d", binding);
+  const impostor = await importKeyring([key("k1")]);
+  const error = await rejectsWith(impostor.decrypt(sealed, binding), "decryption_failed");
+  assert.match(error.message, /provider_d_key/);
+});
+
+Deno.test("keys are imported once, as non-extractable AES-GCM keys", async () => {
+  const original = crypto.subtle.importKey;
+  const calls: { extractable: boolean; usages: readonly string[] }[] = [];
+  const subtle = crypto.subtle as unknown as { importKey: (...args: unknown[]) => unknown };
+  subtle.importKey = function (this: SubtleCrypto, ...args: unknown[]) {
+    calls.push({ extractable: args[3] as boolean, usages: args[4] as string[] });
+    return (original as (...a: unknown[]) => unknown).apply(this, args);
+  };
+  try {
+    const keyring = createKeyring([key("k2"), key("k1")]);
+    const binding = { userId: ALICE, secretType: "provider_f_api_key" } as const;
+    for (let i = 0; i < 5; i++) {
+      assert.equal(
+        await keyring.decrypt(await keyring.encrypt(`v${i}`, binding), binding),
+        `v${i}`,
+      );
+    }
+    assert.equal(calls.length, 2);
+    for (const call of calls) {
+      assert.equal(call.extractable, false);
+      assert.deepEqual([...call.usages].sort(), ["decrypt", "encrypt"]);
+    }
+  } finally {
+    subtle.importKey = original as unknown as (...args: unknown[]) => unknown;
+  }
+});
+
+Deno.test("an empty keyring refuses to encrypt with not_configured", async () => {
+  const keyring = createKeyring([]);
+  assert.equal(keyring.activeKeyId, null);
+  await rejectsWith(
+    keyring.encrypt("x", { userId: ALICE, secretType: "provider_b_key" }),
+    "not_configured",
+  );
+});
