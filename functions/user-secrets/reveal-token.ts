@@ -1,0 +1,35 @@
+/**
+ * The server reveal token check: the second credential plaintext retrieval needs, next to the
+ * creator's session. Only the service's own server holds it; browsers cannot even send the header
+ * (CORS never allows it).
+ */
+import { ServiceError } from "../_shared/errors.ts";
+
+export const REVEAL_TOKEN_HEADER = "x-service-server-secret";
+
+const digest = async (value: string) =>
+  new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(value)));
+
+/**
+ * Returns a check that throws 403 reveal_forbidden unless the request carries the configured
+ * token. Both sides are hashed first and the digests compared without an early exit, so neither
+ * the token's content nor its length shows in the response time.
+ */
+export function createRevealTokenCheck(
+  configuredToken: string,
+): (request: Request) => Promise<void> {
+  const expected = digest(configuredToken);
+  return async (request) => {
+    const presented = request.headers.get(REVEAL_TOKEN_HEADER);
+    const actual = await digest(presented ?? "");
+    const wanted = await expected;
+    let difference = presented === null || configuredToken.length === 0 ? 1 : 0;
+    for (let i = 0; i < wanted.length; i++) difference |= wanted[i] ^ actual[i];
+    if (difference !== 0) {
+      throw new ServiceError(
+        "reveal_forbidden",
+        `Revealing secrets needs the server's ${REVEAL_TOKEN_HEADER} header.`,
+      );
+    }
+  };
+}
