@@ -1,0 +1,114 @@
+/**
+ * `deno task vault:rotate`: re-encrypts every stored secret still under an older key with the
+ * active key (the first of ENCRYPTION_KEYS). Batched and resumable: Ctrl-C stops after the batch
+ * in progress, and running it again continues where it stopped.
+ *
+ *   ENCRYPTION_KEYS=k2:<new base64>,k1:<old base64> DATABASE_URL=postgres://… deno task vault:rotate
+ *
+ * Options: --batch-size=N (default 100), --json (print the report as JSON).
+ * Exit status: 0 when every row is under the active key, 1 when some rows could not be rotated,
+ * 2 when interrupted.
+ */
+import { parseArgs } from "node:util";
+import { ConfigError, parseConfig } from "../functions/_shared/config.ts";
+import { openDatabase } from "../functions/_shared/db.ts";
+import { importKeyring } from "../functions/_shared/vault-crypto.ts";
+import { DEFAULT_BATCH_SIZE, rotateKeys } from "../server/key-rotation.ts";
+import {
+  DEFAULT_DEV_KEYS_PATH,
+  loadOrCreateDevKeys,
+  needsDevKeys,
+  withDevKeys,
+} from "../server/dev-keys.ts";
+
+const { values: args } = parseArgs({
+  args: Deno.args,
+  options: {
+    "batch-size": { type: "string", default: String(DEFAULT_BATCH_SIZE) },
+    json: { type: "boolean", default: false },
+  },
+});
+const batchSize = Number(args["batch-size"]);
+if (!Number.isSafeInteger(batchSize) || batchSize < 1) {
+  console.error("--batch-size must be a positive integer");
+  Deno.exit(1);
+}
+
+let env: Record<string, string | undefined> = Deno.env.toObject();
+if (env.APP_ENV !== "production" && needsDevKeys(env)) {
+  // The local server's generated keys, when they exist; this command never creates keys.
+  const path = env.DEV_KEYS_FILE || DEFAULT_DEV_KEYS_PATH;
+  if (await exists(path)) env = withDevKeys(env, (await loadOrCreateDevKeys(path)).keys);
+}
+
+let config;
+try {
+  config = parseConfig(env);
+} catch (error) {
+  if (!(error instanceof ConfigError)) throw error;
+  console.error(error.message);
+  Deno.exit(1);
+}
+if (config.database.engine === "pglite") {
+  if (config.database.dataDir === null || !(await exists(config.database.dataDir))) {
+    console.error(`no local database at ${config.database.dataDir}: nothing to rotate`);
+    Deno.exit(1);
+  }
+  // PGlite is single-process: the local server must not have the same directory open.
+  console.error(
+    `rotating the embedded database in ${config.database.dataDir}; stop the server first`,
+  );
+}
+
+const keyring = await importKeyring(config.encryptionKeys);
+const db = await openDatabase(config.database);
+const stop = new AbortController();
+const onInterrupt = () => {
+  console.error("stopping after the batch in progress…");
+  stop.abort();
+};
+Deno.addSignalListener("SIGINT", onInterrupt);
+
+let exitCode = 0;
+try {
+  const report = await rotateKeys(db, keyring, {
+    batchSize,
+    signal: stop.signal,
+    onBatch: ({ batch, rotated, skipped }) => {
+      if (!args.json) console.log(`batch ${batch}: ${rotated} rotated, ${skipped} skipped so far`);
+    },
+  });
+  if (args.json) {
+    console.log(JSON.stringify(report, null, 2));
+  } else {
+    console.log(`active key: ${report.activeKeyId}`);
+    console.log(
+      `rotated ${report.rotated} of ${report.examined} rows under older keys ` +
+        `in ${report.batches} batch(es); ${report.skipped} skipped`,
+    );
+    for (const problem of report.problems) {
+      console.log(
+        `  skipped ${problem.secretType} of user ${problem.userId} under key ${problem.keyId}: ` +
+          problem.reason,
+      );
+    }
+    const byKey = Object.entries(report.rowsByKeyId).map(([id, rows]) => `${id}: ${rows}`);
+    console.log(`rows per key now: ${byKey.length === 0 ? "none stored" : byKey.join(", ")}`);
+    if (report.interrupted) console.log("interrupted: run the command again to continue");
+  }
+  exitCode = report.interrupted ? 2 : report.problems.length > 0 ? 1 : 0;
+} finally {
+  Deno.removeSignalListener("SIGINT", onInterrupt);
+  await db.close();
+}
+Deno.exit(exitCode);
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
+}
