@@ -44,7 +44,14 @@ export async function readBody(
   let size = 0;
   const reader = request.body.getReader();
   for (;;) {
-    const { done, value } = await reader.read();
+    let chunk: ReadableStreamReadResult<Uint8Array<ArrayBuffer>>;
+    try {
+      chunk = await reader.read();
+    } catch {
+      // The client went away mid-body, or its framing was broken: its fault, not ours (no 500).
+      throw new ServiceError("invalid_request", "The request body could not be read in full.");
+    }
+    const { done, value } = chunk;
     if (done) break;
     size += value.byteLength;
     if (size > maxBytes) {

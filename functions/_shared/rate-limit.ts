@@ -42,5 +42,8 @@ export async function enforceRateLimit(
 
 /** The caller's address as the edge saw it (Supabase's gateway and the local server both set it). */
 export function clientIp(request: Request): string {
-  return request.headers.get("x-forwarded-for")?.split(",")[0].trim() || "unknown";
+  const first = request.headers.get("x-forwarded-for")?.split(",")[0].trim() ?? "";
+  // Only an IP literal names a bucket. Where an edge passes on what the client sent, anything else
+  // would be a key of the client's choosing, and a long one fails the insert (a 500, not a 429).
+  return /^[0-9A-Fa-f:.]{2,45}$/.test(first) ? first : "unknown";
 }

@@ -49,9 +49,9 @@ export function createApiHandler(invoke: FunctionInvoker): Handler {
     const target = path === null ? undefined : API_ROUTES[path];
     if (target === undefined) throw new ServiceError("not_found", "No such route.");
     const [functionName, functionPath] = target;
-    const body = request.method === "GET" || request.method === "HEAD"
-      ? null
-      : await readBody(request, MAX_BODY_BYTES);
+    // Case-insensitive: `new Request` below normalises "get" to GET, which must carry no body.
+    const bodiless = ["GET", "HEAD"].includes(request.method.toUpperCase());
+    const body = bodiless ? null : await readBody(request, MAX_BODY_BYTES);
     const url = new URL(request.url);
     const forwarded = new Request(
       `http://functions.internal/functions/v1/${functionName}${functionPath}${url.search}`,
