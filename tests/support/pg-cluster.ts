@@ -195,6 +195,29 @@ export async function createPgCluster(binaries: PostgresBinaries): Promise<PgClu
     }
   };
 
+  // Should the test process die from an uncaught error, `destroy()` never runs: stop the server
+  // and remove the directory synchronously on the way out instead.
+  const onUnload = () => {
+    if (destroyed) return;
+    destroyed = true;
+    try {
+      const [command, ...prefix] = [...binaries.asUser, `${binaries.dir}/pg_ctl`];
+      new Deno.Command(command, {
+        args: [...prefix, "-D", dataDir, "-m", "immediate", "-w", "stop"],
+        stdout: "null",
+        stderr: "null",
+      }).outputSync();
+    } catch {
+      // not running
+    }
+    try {
+      Deno.removeSync(root, { recursive: true });
+    } catch {
+      // already gone
+    }
+  };
+  globalThis.addEventListener("unload", onUnload);
+
   const cluster: PgCluster = {
     port,
     adminUrl: `postgres://postgres@127.0.0.1:${port}/postgres`,
@@ -228,6 +251,7 @@ export async function createPgCluster(binaries: PostgresBinaries): Promise<PgClu
     async destroy() {
       if (destroyed) return;
       destroyed = true;
+      globalThis.removeEventListener("unload", onUnload);
       await signalServer("SIGCONT").catch(() => {});
       if (running) await cluster.stop("immediate").catch(() => {});
       await Deno.remove(root, { recursive: true }).catch(() => {});
