@@ -62,8 +62,7 @@ export function openPostgres(settings: PostgresSettings): Database {
     ending.finally(() => retiring.delete(ending));
   };
   const onLost = (error: unknown, pool: postgres.Sql) => {
-    const code = (error as { code?: unknown } | null)?.code;
-    if (typeof code === "string" && CONNECTION_LOST.has(code)) replace(pool);
+    if (connectionLost(error)) replace(pool);
   };
   const resetAfterWriteRace = () => replace(sql);
   writeRaceResets.add(resetAfterWriteRace);
@@ -76,7 +75,10 @@ export function openPostgres(settings: PostgresSettings): Database {
   ): Queryable => ({
     async query<T extends Row>(text: string, params: readonly unknown[] = []) {
       if (expired()) throw new DatabaseDeadlineError(timeoutMs);
-      const rows = await runner.unsafe(text, params as postgres.ParameterOrJSON<never>[]);
+      // execute() now, not at the first await: statements go out in the order they were asked
+      // for, which pipelining (sending the next before the last is answered) relies on.
+      const rows = await runner.unsafe(text, params as postgres.ParameterOrJSON<never>[])
+        .execute();
       // A plain array, the same shape PGlite returns (postgres.js hands back an Array subclass).
       return Array.from(rows) as unknown as T[];
     },
@@ -112,16 +114,34 @@ export function openPostgres(settings: PostgresSettings): Database {
       // statement and rolls back, so a late write cannot land after a newer acknowledged one.
       let expired = false;
       const isExpired = () => expired;
+      // A reserved connection rather than sql.begin(), which waits for BEGIN's answer before the
+      // first statement: here BEGIN goes out in the same write as the work's first statements.
+      const run = async () => {
+        const reserved = await pool.reserve();
+        // A connection that died is taken back by the driver when it closes; releasing it as well
+        // would hand a dead connection to the next query.
+        let gone = false;
+        try {
+          if (expired) throw new DatabaseDeadlineError(timeoutMs);
+          const begin = reserved.unsafe("begin").execute();
+          const [, result] = await Promise.all([begin, work(on(reserved, isExpired))]);
+          if (expired) throw new DatabaseDeadlineError(timeoutMs);
+          await reserved.unsafe("commit");
+          return result;
+        } catch (error) {
+          gone = connectionLost(error, true);
+          if (!gone) {
+            await reserved.unsafe("rollback").catch((failure) => {
+              gone = connectionLost(failure, true);
+            });
+          }
+          throw error;
+        } finally {
+          if (!gone) reserved.release();
+        }
+      };
       try {
-        return await withDeadline(
-          pool.begin(async (tx) => {
-            const result = await work(on(tx, isExpired));
-            if (expired) throw new DatabaseDeadlineError(timeoutMs);
-            return result;
-          }) as Promise<Awaited<ReturnType<typeof work>>>,
-          timeoutMs,
-          () => expired = true,
-        );
+        return await withDeadline(run(), timeoutMs, () => expired = true);
       } catch (error) {
         onLost(error, pool);
         throw error;
@@ -133,6 +153,13 @@ export function openPostgres(settings: PostgresSettings): Database {
       await Promise.all([sql.end({ timeout: 5 }), ...retiring]);
     },
   };
+}
+
+/** Whether `error` means the connection is gone (`destroyed`: also when the driver ended it). */
+function connectionLost(error: unknown, destroyed = false): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" &&
+    (CONNECTION_LOST.has(code) || (destroyed && code === "CONNECTION_DESTROYED"));
 }
 
 /** Settles like `operation`, or rejects with DatabaseDeadlineError after `ms`. */

@@ -5,7 +5,7 @@
  * session is still live, so sign-out and revocation take effect at once.
  */
 import { errors as joseErrors, jwtVerify, SignJWT } from "jose";
-import type { CreatorClaims, Queryable } from "./db.ts";
+import type { CreatorClaims, Database, Queryable } from "./db.ts";
 import { ServiceError } from "./errors.ts";
 
 export const TOKEN_ISSUER = "wallet-proof";
@@ -25,7 +25,13 @@ export interface VerifiedSession extends SessionIdentity {
 
 export interface SessionTokens {
   issue(identity: SessionIdentity): Promise<{ accessToken: string; expiresAt: number }>;
+  /** The token and, in the database, that its session is still live. */
   verify(token: string): Promise<VerifiedSession>;
+  /**
+   * The token only (signature, algorithm, expiry, audience, claims), for a caller that checks the
+   * session in its own transaction with `asLiveSession`, saving a round trip.
+   */
+  verifyToken(token: string): Promise<VerifiedSession>;
 }
 
 export interface SessionTokenOptions {
@@ -38,8 +44,51 @@ export interface SessionTokenOptions {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export function createSessionTokens(options: SessionTokenOptions): SessionTokens {
-  const key = new TextEncoder().encode(options.jwtSecret);
+  // Imported once: given raw bytes, jose would import the HMAC key again on every sign and verify.
+  let keyPromise: Promise<CryptoKey> | undefined;
+  const hmacKey = () =>
+    keyPromise ??= crypto.subtle.importKey(
+      "raw",
+      new TextEncoder().encode(options.jwtSecret),
+      { name: "HMAC", hash: "SHA-256" },
+      false,
+      ["sign", "verify"],
+    );
   const nowSeconds = () => Math.floor((options.now?.() ?? Date.now()) / 1000);
+
+  async function verifyToken(token: string): Promise<VerifiedSession> {
+    let payload;
+    try {
+      ({ payload } = await jwtVerify(token, await hmacKey(), {
+        // Pinned: rejects alg "none" and any switch to another algorithm.
+        algorithms: ["HS256"],
+        audience: AUDIENCE,
+        issuer: TOKEN_ISSUER,
+        requiredClaims: ["sub", "exp", "iat"],
+        currentDate: new Date(nowSeconds() * 1000),
+        clockTolerance: 0,
+      }));
+    } catch (error) {
+      if (error instanceof joseErrors.JWTExpired) {
+        throw new ServiceError("token_expired", "The session token has expired; refresh it.");
+      }
+      throw new ServiceError("invalid_token", "The session token is not valid.");
+    }
+    const { sub, session_id: sessionId, wallet_address: walletAddress, role, exp } = payload;
+    if (
+      typeof sub !== "string" || !UUID.test(sub) || typeof sessionId !== "string" ||
+      !UUID.test(sessionId) || typeof walletAddress !== "string" || role !== AUDIENCE
+    ) {
+      throw new ServiceError("invalid_token", "The session token is not valid.");
+    }
+    return {
+      userId: sub,
+      sessionId,
+      walletAddress,
+      expiresAt: exp!,
+      claims: { sub, role: AUDIENCE, session_id: sessionId, wallet_address: walletAddress },
+    };
+  }
 
   return {
     async issue(identity) {
@@ -56,50 +105,58 @@ export function createSessionTokens(options: SessionTokenOptions): SessionTokens
         .setIssuer(TOKEN_ISSUER)
         .setIssuedAt(issuedAt)
         .setExpirationTime(expiresAt)
-        .sign(key);
+        .sign(await hmacKey());
       return { accessToken, expiresAt };
     },
 
+    verifyToken,
+
     async verify(token) {
-      let payload;
-      try {
-        ({ payload } = await jwtVerify(token, key, {
-          // Pinned: rejects alg "none" and any switch to another algorithm.
-          algorithms: ["HS256"],
-          audience: AUDIENCE,
-          issuer: TOKEN_ISSUER,
-          requiredClaims: ["sub", "exp", "iat"],
-          currentDate: new Date(nowSeconds() * 1000),
-          clockTolerance: 0,
-        }));
-      } catch (error) {
-        if (error instanceof joseErrors.JWTExpired) {
-          throw new ServiceError("token_expired", "The session token has expired; refresh it.");
-        }
-        throw new ServiceError("invalid_token", "The session token is not valid.");
-      }
-      const { sub, session_id: sessionId, wallet_address: walletAddress, role, exp } = payload;
-      if (
-        typeof sub !== "string" || !UUID.test(sub) || typeof sessionId !== "string" ||
-        !UUID.test(sessionId) || typeof walletAddress !== "string" || role !== AUDIENCE
-      ) {
-        throw new ServiceError("invalid_token", "The session token is not valid.");
-      }
-      const live = await options.db.query(
-        `select 1 from public.auth_sessions
-          where id = $1 and user_id = $2 and revoked_at is null and expires_at > now()`,
-        [sessionId, sub],
-      );
-      if (live.length === 0) {
-        throw new ServiceError("session_revoked", "This session has ended; sign in again.");
-      }
-      return {
-        userId: sub,
-        sessionId,
-        walletAddress,
-        expiresAt: exp!,
-        claims: { sub, role: AUDIENCE, session_id: sessionId, wallet_address: walletAddress },
-      };
+      const session = await verifyToken(token);
+      const live = await options.db.query(LIVE_SESSION, [session.sessionId, session.userId]);
+      if (live.length === 0) throw sessionEnded();
+      return session;
     },
   };
+}
+
+const LIVE_SESSION = `select 1 from public.auth_sessions
+  where id = $1 and user_id = $2 and revoked_at is null and expires_at > now()`;
+
+const sessionEnded = () =>
+  new ServiceError("session_revoked", "This session has ended; sign in again.");
+
+/**
+ * Runs `work` as the session's creator, like asCreator, and checks in the same statement that sets
+ * the creator's role that the session is still live: one round trip less than verify() followed
+ * by asCreator, and the check and the work see one snapshot. A session that has ended gets the
+ * `anon` role instead, which can touch nothing, so the work fails before it reads or writes, and
+ * the caller gets session_revoked.
+ */
+export function asLiveSession<T>(
+  db: Database,
+  session: VerifiedSession,
+  work: (tx: Queryable) => Promise<T>,
+): Promise<T> {
+  return db.transaction(async (tx) => {
+    const check = tx.query<{ live: boolean }>(
+      `select set_config('request.jwt.claims', $1, true),
+              set_config('role', case when live then 'authenticated' else 'anon' end, true),
+              live
+         from (select exists(select 1 from public.auth_sessions
+                where id = $2 and user_id = $3 and revoked_at is null and expires_at > now())
+               as live) as session`,
+      [JSON.stringify(session.claims), session.sessionId, session.userId],
+    );
+    // Sent right behind the check on the same connection (pipelined), not after its answer.
+    const outcome = work(tx).then(
+      (value) => ({ ok: true as const, value }),
+      (error: unknown) => ({ ok: false as const, error }),
+    );
+    const [{ live }] = await check;
+    const result = await outcome;
+    if (!live) throw sessionEnded();
+    if (!result.ok) throw result.error;
+    return result.value;
+  });
 }

@@ -1,15 +1,15 @@
 /**
  * The user-secrets function: the creator's vault. Masked metadata only in reads; plaintext leaves
  * only through /reveal, to a caller holding both the creator's session and the server's token.
- * Every query for a creator runs through asCreator, so row-level security, not only these
- * queries' own filters, decides which rows are reachable.
+ * Every query for a creator runs through asLiveSession (asCreator plus the session's liveness), so
+ * row-level security, not only these queries' own filters, decides which rows are reachable.
  */
 import type { ServiceContext } from "../_shared/context.ts";
-import { asCreator, type Queryable } from "../_shared/db.ts";
+import type { Queryable } from "../_shared/db.ts";
 import { ServiceError } from "../_shared/errors.ts";
 import { bearerToken, type Handler, json, readJson, router } from "../_shared/http.ts";
 import { SECRET_TYPES, type SecretType } from "../_shared/secret-types.ts";
-import type { VerifiedSession } from "../_shared/session-tokens.ts";
+import { asLiveSession, type VerifiedSession } from "../_shared/session-tokens.ts";
 import { hintFor, parseDeleteRequest, parsePutRequest, parseRevealRequest } from "./requests.ts";
 import { createRevealTokenCheck } from "./reveal-token.ts";
 
@@ -55,7 +55,8 @@ export function createUserSecretsHandler(context: ServiceContext): Handler {
     if (token === null) {
       throw new ServiceError("missing_token", "Send Authorization: Bearer <token>.");
     }
-    return await sessions.verify(token);
+    // The session's liveness is checked in the request's own transaction (asLiveSession).
+    return await sessions.verifyToken(token);
   }
 
   async function listMasked(tx: Queryable, userId: string): Promise<MaskedSecret[]> {
@@ -75,8 +76,8 @@ export function createUserSecretsHandler(context: ServiceContext): Handler {
     const token = bearerToken(request);
     // No token: configuration only. A token that fails verification is a 401, never anonymous.
     if (token === null) return json(statusBody([]));
-    const session = await sessions.verify(token);
-    const secrets = await asCreator(db, session.claims, (tx) => listMasked(tx, session.userId));
+    const session = await sessions.verifyToken(token);
+    const secrets = await asLiveSession(db, session, (tx) => listMasked(tx, session.userId));
     return json(statusBody(secrets));
   }
 
@@ -85,9 +86,9 @@ export function createUserSecretsHandler(context: ServiceContext): Handler {
     const { secretType, value } = parsePutRequest(await readJson(request));
     // Encrypted here, before anything is written: the database only ever sees ciphertext.
     const sealed = await keyring.encrypt(value, { userId: session.userId, secretType });
-    const [row] = await asCreator(
+    const [row] = await asLiveSession(
       db,
-      session.claims,
+      session,
       (tx) =>
         tx.query<{ updated_at: Date; created: boolean }>(
           // updated_at always moves forward on a replace, even if the clock stepped back, so the
@@ -108,7 +109,7 @@ export function createUserSecretsHandler(context: ServiceContext): Handler {
   async function remove(request: Request): Promise<Response> {
     const session = await requireSession(request);
     const { secretType } = parseDeleteRequest(await readJson(request));
-    const deleted = await asCreator(db, session.claims, (tx) =>
+    const deleted = await asLiveSession(db, session, (tx) =>
       tx.query(
         "delete from public.user_secrets where user_id = $1 and secret_type = $2 returning 1",
         [session.userId, secretType],
@@ -126,7 +127,7 @@ export function createUserSecretsHandler(context: ServiceContext): Handler {
     await checkRevealToken(request);
     const session = await requireSession(request);
     const secretTypes = parseRevealRequest(await readJson(request));
-    const secrets = await asCreator(db, session.claims, async (tx) => {
+    const secrets = await asLiveSession(db, session, async (tx) => {
       const rows = await tx.query<StoredRow>(
         `select secret_type, ciphertext, iv, key_id, updated_at from public.user_secrets
           where user_id = $1 and secret_type = any($2::text[])
