@@ -1,0 +1,530 @@
+/**
+ * The settings page end to end in headless Chromium (Debian's /usr/bin/chromium driven by
+ * playwright-core; no browser is ever downloaded). The local app listens on a real port; each
+ * browser context gets an EIP-1193 wallet injected into its pages that signs, in this Deno process,
+ * with a real private key. Without Chromium the test is skipped, except under CI=true where that is
+ * a failure.
+ */
+import assert from "node:assert/strict";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { hexToString } from "viem";
+import type { PrivateKeyAccount } from "viem/accounts";
+import type { Handler } from "../functions/_shared/http.ts";
+import { bearer, newWallet, startTestApp, type TestApp } from "./support/app.ts";
+
+const CHROMIUM = "/usr/bin/chromium";
+const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--no-first-run",
+  "--disable-sync",
+  "--disable-quic",
+  "--disable-dev-shm-usage",
+];
+const ARTIFACTS = new URL("../test-artifacts/", import.meta.url);
+
+const hasChromium = (() => {
+  try {
+    return Deno.statSync(CHROMIUM).isFile;
+  } catch {
+    return false;
+  }
+})();
+const inCi = Deno.env.get("CI") === "true";
+if (!hasChromium && !inCi) {
+  console.warn(
+    `tests/browser_test.ts skipped: ${CHROMIUM} is missing (Debian: apt-get install -y chromium).`,
+  );
+}
+
+/**
+ * playwright-core probes /proc/sys/fs/binfmt_misc/WSLInterop when its module loads, which Deno
+ * allows only under --allow-all; `deno task test` grants narrower permissions. The variable below
+ * defers that WSL probe (it only matters on Windows hosts), so the module is imported after
+ * setting it rather than statically.
+ */
+async function loadPlaywright(): Promise<typeof import("playwright-core")> {
+  Deno.env.set("__IS_WSL_TEST__", "1");
+  return await import("playwright-core");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The app on two real ports: the page's origin, and a second origin standing in for an API on
+// another host (a deployed frontend calling the Supabase function URLs).
+
+interface Served {
+  readonly app: TestApp;
+  readonly origin: string;
+  readonly otherOrigin: string;
+  /** Every request that reached the server: method and path. */
+  readonly requests: { method: string; path: string }[];
+  close(): Promise<void>;
+}
+
+async function serveApp(): Promise<Served> {
+  let handler: Handler = () => Promise.resolve(new Response(null, { status: 503 }));
+  const requests: { method: string; path: string }[] = [];
+  const listen = () =>
+    Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request, info) => {
+      requests.push({ method: request.method, path: new URL(request.url).pathname });
+      const headers = new Headers(request.headers);
+      headers.set("x-forwarded-for", info.remoteAddr.hostname);
+      return handler(new Request(request, { headers }));
+    });
+  const pageServer = listen();
+  const otherServer = listen();
+  const origin = `http://127.0.0.1:${pageServer.addr.port}`;
+  // Sign-in messages are bound to the configured origins, and CORS lets in only these.
+  const app = await startTestApp("pglite", { ALLOWED_ORIGINS: origin });
+  handler = app.app.handler;
+  return {
+    app,
+    origin,
+    otherOrigin: `http://127.0.0.1:${otherServer.addr.port}`,
+    requests,
+    async close() {
+      await pageServer.shutdown();
+      await otherServer.shutdown();
+      await app.close();
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The injected wallet
+
+interface TestWallet {
+  readonly account: PrivateKeyAccount;
+  /** Answer personal_sign with EIP-1193 error 4001, as a user pressing "Reject" does. */
+  readonly rejectSignatures: boolean;
+  /** The messages the page asked the wallet to sign. */
+  readonly signed: string[];
+}
+
+type WalletAnswer = { result: unknown } | { error: { code: number; message: string } };
+
+function walletBackend(wallet: TestWallet) {
+  return async (method: string, params: unknown[]): Promise<WalletAnswer> => {
+    switch (method) {
+      case "eth_requestAccounts":
+      case "eth_accounts":
+        // Lower case, as MetaMask returns it: the service must checksum it itself.
+        return { result: [wallet.account.address.toLowerCase()] };
+      case "eth_chainId":
+        return { result: "0x1" };
+      case "personal_sign": {
+        if (wallet.rejectSignatures) {
+          return { error: { code: 4001, message: "User rejected the request." } };
+        }
+        const [data, address] = params as [`0x${string}`, string];
+        if (address.toLowerCase() !== wallet.account.address.toLowerCase()) {
+          return { error: { code: 4100, message: "Unknown account." } };
+        }
+        wallet.signed.push(hexToString(data));
+        return { result: await wallet.account.signMessage({ message: { raw: data } }) };
+      }
+      default:
+        return { error: { code: 4200, message: `Unsupported method ${method}.` } };
+    }
+  };
+}
+
+/** Runs in the page before its own scripts: window.ethereum plus an EIP-6963 announcement. */
+const WALLET_SCRIPT = `(() => {
+  const provider = {
+    async request({ method, params }) {
+      const answer = await window.__testWallet(method, params ?? []);
+      if ("error" in answer) {
+        const error = new Error(answer.error.message);
+        error.code = answer.error.code;
+        throw error;
+      }
+      return answer.result;
+    },
+    on() {},
+    removeListener() {},
+  };
+  const info = Object.freeze({
+    uuid: "0b6e9a43-4a8c-4d1e-9d55-0d6f1f2a7c11",
+    name: "Test Wallet",
+    icon: "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg'/%3E",
+    rdns: "org.example.test-wallet",
+  });
+  const announce = () => window.dispatchEvent(
+    new CustomEvent("eip6963:announceProvider", { detail: Object.freeze({ info, provider }) }),
+  );
+  window.addEventListener("eip6963:requestProvider", announce);
+  window.ethereum = provider;
+  announce();
+})();`;
+
+interface Session {
+  readonly context: BrowserContext;
+  readonly page: Page;
+  readonly wallet: TestWallet;
+  /** Bodies of every response the context's pages received. */
+  responseBodies(): Promise<string[]>;
+  readonly pageErrors: string[];
+}
+
+async function openWalletContext(
+  browser: Browser,
+  wallet: TestWallet,
+  options: { bypassCSP?: boolean } = {},
+): Promise<Session> {
+  const context = await browser.newContext({ bypassCSP: options.bypassCSP ?? false });
+  await context.exposeFunction("__testWallet", walletBackend(wallet));
+  await context.addInitScript(WALLET_SCRIPT);
+  const bodies: Promise<string>[] = [];
+  context.on("response", (response) => {
+    bodies.push(response.text().catch(() => ""));
+  });
+  const page = await context.newPage();
+  const pageErrors: string[] = [];
+  page.on("pageerror", (error) => pageErrors.push(error.message));
+  return { context, page, wallet, responseBodies: () => Promise.all(bodies), pageErrors };
+}
+
+function testWallet(rejectSignatures = false): TestWallet {
+  return { account: newWallet(), rejectSignatures, signed: [] };
+}
+
+async function openSettings(page: Page, origin: string): Promise<void> {
+  await page.goto(`${origin}/settings`);
+  await page.locator('#wallet[data-ready="true"]').waitFor();
+}
+
+function shortAddress(address: string): string {
+  return `${address.slice(0, 6)}…${address.slice(-4)}`;
+}
+
+async function expectStatus(page: Page, text: string): Promise<void> {
+  await page.locator("#status", { hasText: text }).waitFor();
+}
+
+async function saveKey(page: Page, secretType: string, value: string, how: "click" | "enter") {
+  const field = page.getByLabel(`New value for ${secretType}`);
+  await field.fill(value);
+  if (how === "enter") await field.press("Enter");
+  else {await page.getByRole("button", { name: new RegExp(`^(Save|Replace) ${secretType}$`) })
+      .click();}
+}
+
+function entry(page: Page, secretType: string) {
+  return page.locator(`li.secret[data-secret-type="${secretType}"]`);
+}
+
+async function storedSession(page: Page): Promise<{ accessToken: string } | null> {
+  const text = await page.evaluate(() => {
+    const key = Object.keys(localStorage).find((k) => k.startsWith("wallet-vault.session:"));
+    return key === undefined ? null : localStorage.getItem(key);
+  });
+  return text === null ? null : JSON.parse(text);
+}
+
+/** Everything the page holds: its markup, every field's current value, and localStorage. */
+function pageContents(page: Page): Promise<string> {
+  // A string, evaluated in the page: this file is type-checked without the DOM library.
+  return page.evaluate<string>(`[
+    document.documentElement.outerHTML,
+    ...Array.from(document.querySelectorAll("input"), (input) => input.value),
+    JSON.stringify({ ...localStorage }),
+  ].join("\\n")`);
+}
+
+/** No value, nor any 12-character piece of one, appears in `text`. */
+function assertNoSecretIn(text: string, values: readonly string[], where: string): void {
+  for (const value of values) {
+    for (let i = 0; i + 12 <= value.length; i++) {
+      assert.ok(!text.includes(value.slice(i, i + 12)), `part of a secret value found in ${where}`);
+    }
+  }
+}
+
+async function screenshot(page: Page, name: string): Promise<void> {
+  await Deno.mkdir(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: new URL(`${name}.png`, ARTIFACTS).pathname, fullPage: true });
+}
+
+function randomKey(prefix: string): string {
+  return `${prefix}-${crypto.randomUUID()}-${crypto.randomUUID()}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+Deno.test({
+  name: "the settings page in headless Chromium, with a wallet that really signs",
+  ignore: !hasChromium && !inCi,
+  // PGlite and the HTTP servers keep timers and sockets between steps by design.
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn(t) {
+    if (!hasChromium) {
+      throw new Error(`CI=true but ${CHROMIUM} is missing: apt-get install -y chromium`);
+    }
+    const { chromium } = await loadPlaywright();
+    const served = await serveApp();
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    const { origin, otherOrigin, app } = served;
+    const first = await openWalletContext(browser, testWallet());
+    const { page } = first;
+    const values = {
+      first: randomKey("sk-a-first"),
+      replacement: randomKey("sk-a-replacement"),
+      llm: randomKey("sk-e"),
+    };
+    const allValues = Object.values(values);
+
+    try {
+      await t.step("a creator connects the wallet and signs in", async () => {
+        await openSettings(page, origin);
+        assert.equal(await page.locator("#wallet").getAttribute("data-state"), "signed-out");
+        await page.getByRole("button", { name: "Connect wallet" }).click();
+        await expectStatus(page, "Signed in as");
+        const address = first.wallet.account.address;
+        assert.equal(await page.locator("#address").textContent(), shortAddress(address));
+        assert.equal(await page.locator("#address").getAttribute("title"), address);
+        // The wallet was asked to sign an EIP-4361 message bound to this page's origin.
+        assert.equal(first.wallet.signed.length, 1);
+        const [message] = first.wallet.signed;
+        assert.ok(message.startsWith(`${new URL(origin).host} wants you to sign in`));
+        assert.ok(message.includes(`\n${address}\n`));
+        assert.ok(message.includes(`URI: ${origin}\n`));
+      });
+
+      await t.step(
+        "shows the seven secret types with their purposes from the registry",
+        async () => {
+          const registry = await (await app.fetch("/settings/registry.json")).json();
+          assert.equal(registry.secretTypes.length, 7);
+          for (const { secretType, purpose } of registry.secretTypes) {
+            await entry(page, secretType).getByText(purpose).waitFor();
+            assert.equal(await entry(page, secretType).getAttribute("data-saved"), "false");
+          }
+        },
+      );
+
+      await t.step("saves two keys, replaces one and deletes one", async () => {
+        await saveKey(page, "provider_a_api_key", values.first, "click");
+        await expectStatus(page, "Saved provider_a_api_key.");
+        await saveKey(page, "provider_e_key", values.llm, "enter"); // keyboard only
+        await expectStatus(page, "Saved provider_e_key.");
+        for (const type of ["provider_a_api_key", "provider_e_key"]) {
+          assert.equal(await entry(page, type).getAttribute("data-saved"), "true");
+          assert.equal(await page.getByLabel(`New value for ${type}`).inputValue(), "");
+          await entry(page, type).locator("time").waitFor();
+        }
+        assertNoSecretIn(await pageContents(page), allValues, "the page after saving");
+        await screenshot(page, "settings-two-keys-saved");
+
+        await saveKey(page, "provider_a_api_key", values.replacement, "click");
+        await expectStatus(page, "Replaced provider_a_api_key.");
+        assert.equal(await page.getByLabel("New value for provider_a_api_key").inputValue(), "");
+
+        await page.getByRole("button", { name: "Delete provider_e_key" }).click();
+        await expectStatus(page, "Deleted provider_e_key.");
+        assert.equal(await entry(page, "provider_e_key").getAttribute("data-saved"), "false");
+        assert.equal(await entry(page, "provider_a_api_key").getAttribute("data-saved"), "true");
+
+        // Readiness: provider A still lacks its org id; nothing enables LLM steps any more.
+        const providerA = page.locator('tr[data-provider="provider_a"]');
+        assert.equal(await providerA.getAttribute("data-ready"), "false");
+        assert.match((await providerA.textContent()) ?? "", /Missing\s*provider_a_org_id/);
+        assert.equal(
+          await page.locator('li[data-step="llm"]').getAttribute("data-enabled"),
+          "false",
+        );
+
+        // The service agrees: exactly one entry.
+        const session = await storedSession(page);
+        assert.ok(session);
+        const listed = await (await app.fetch("/api/secrets", {
+          headers: bearer(session.accessToken),
+        })).json();
+        assert.deepEqual(
+          listed.secrets.map((s: { secretType: string }) => s.secretType),
+          ["provider_a_api_key"],
+        );
+        // And the live-run side (session + server token) reads the replacement, not the first value.
+        const revealed = await (await app.fetch("/api/secrets/reveal", {
+          method: "POST",
+          headers: bearer(session.accessToken, {
+            "content-type": "application/json",
+            "x-service-server-secret": app.config.serverRevealToken,
+          }),
+          body: JSON.stringify({ secretTypes: ["provider_a_api_key"] }),
+        })).json();
+        assert.equal(revealed.secrets[0].value, values.replacement);
+        await screenshot(page, "settings-signed-in");
+      });
+
+      await t.step("the session survives a reload", async () => {
+        await page.reload();
+        await page.locator('#wallet[data-ready="true"]').waitFor();
+        assert.equal(await page.locator("#wallet").getAttribute("data-state"), "signed-in");
+        assert.equal(
+          await page.locator("#address").textContent(),
+          shortAddress(first.wallet.account.address),
+        );
+        assert.equal(await entry(page, "provider_a_api_key").getAttribute("data-saved"), "true");
+        assert.equal(first.wallet.signed.length, 1, "no new signature was needed");
+      });
+
+      await t.step(
+        "no secret value is in the DOM, localStorage or any response the page received",
+        async () => {
+          assertNoSecretIn(await pageContents(page), allValues, "the page");
+          const bodies = await first.responseBodies();
+          assert.ok(bodies.some((body) => body.includes('"provider_a_api_key"')));
+          assertNoSecretIn(bodies.join("\n"), allValues, "a response body");
+        },
+      );
+
+      await t.step("the page cannot call reveal: CORS refuses the server header", async () => {
+        const session = await storedSession(page);
+        assert.ok(session);
+        // A page on another origin than the API, as a deployed frontend is; CSP is bypassed so the
+        // browser's CORS check, not the page's own connect-src, is what is tested.
+        const probe = await openWalletContext(browser, testWallet(), { bypassCSP: true });
+        try {
+          await openSettings(probe.page, origin);
+          const outcome = await probe.page.evaluate(
+            async ({ api, token, revealToken }) => {
+              const attempt = async (path: string, init: RequestInit) => {
+                try {
+                  const response = await fetch(`${api}${path}`, init);
+                  await response.text();
+                  return { reached: true, status: response.status };
+                } catch (error) {
+                  return { reached: false, error: String(error) };
+                }
+              };
+              const authorization = `Bearer ${token}`;
+              return {
+                list: await attempt("/secrets", { headers: { authorization } }),
+                reveal: await attempt("/secrets/reveal", {
+                  method: "POST",
+                  headers: {
+                    authorization,
+                    "content-type": "application/json",
+                    "x-service-server-secret": revealToken,
+                  },
+                  body: JSON.stringify({ secretTypes: ["provider_a_api_key"] }),
+                }),
+              };
+            },
+            {
+              api: `${otherOrigin}/api`,
+              token: session.accessToken,
+              // Even with the real server token in hand, the browser will not send it.
+              revealToken: app.config.serverRevealToken,
+            },
+          );
+          assert.deepEqual(outcome.list, { reached: true, status: 200 });
+          assert.equal(outcome.reveal.reached, false, JSON.stringify(outcome.reveal));
+          assert.match(outcome.reveal.error ?? "", /TypeError|Failed to fetch/);
+          const revealRequests = served.requests.filter((r) => r.path.endsWith("/reveal"));
+          assert.ok(revealRequests.length > 0, "the preflight reached the server");
+          assert.deepEqual(new Set(revealRequests.map((r) => r.method)), new Set(["OPTIONS"]));
+        } finally {
+          await probe.context.close();
+        }
+      });
+
+      await t.step(
+        "a second wallet in another browser sees none of the first's entries",
+        async () => {
+          const second = await openWalletContext(browser, testWallet());
+          try {
+            await openSettings(second.page, origin);
+            await second.page.getByRole("button", { name: "Connect wallet" }).click();
+            await expectStatus(second.page, "Signed in as");
+            assert.equal(
+              await second.page.locator("#address").textContent(),
+              shortAddress(second.wallet.account.address),
+            );
+            assert.equal(await second.page.locator('li.secret[data-saved="true"]').count(), 0);
+            assert.equal(await second.page.locator('tr[data-ready="true"]').count(), 0);
+            const bodies = await second.responseBodies();
+            const lists = bodies.flatMap((body) => {
+              try {
+                const parsed = JSON.parse(body);
+                return Array.isArray(parsed?.secrets) ? [parsed] : [];
+              } catch {
+                return []; // the page, its scripts and styles
+              }
+            });
+            assert.ok(lists.length > 0);
+            for (const list of lists) assert.deepEqual(list.secrets, []);
+            assertNoSecretIn(bodies.join("\n"), allValues, "the second wallet's responses");
+
+            // Its own key makes provider B ready, which enables image and video steps.
+            await saveKey(second.page, "provider_b_key", randomKey("sk-b"), "click");
+            await expectStatus(second.page, "Saved provider_b_key.");
+            const providerB = second.page.locator('tr[data-provider="provider_b"]');
+            assert.equal(await providerB.getAttribute("data-ready"), "true");
+            assert.match((await providerB.textContent()) ?? "", /Ready/);
+            for (
+              const [step, enabled] of [["image", "true"], ["video", "true"], ["llm", "false"]]
+            ) {
+              assert.equal(
+                await second.page.locator(`li[data-step="${step}"]`).getAttribute("data-enabled"),
+                enabled,
+                step,
+              );
+            }
+            await screenshot(second.page, "settings-second-wallet");
+          } finally {
+            await second.context.close();
+          }
+        },
+      );
+
+      await t.step("a wallet that refuses to sign shows the signature-rejected state", async () => {
+        const refusing = await openWalletContext(browser, testWallet(true));
+        try {
+          await openSettings(refusing.page, origin);
+          await refusing.page.getByRole("button", { name: "Connect wallet" }).click();
+          await expectStatus(refusing.page, "Signature rejected");
+          assert.equal(
+            await refusing.page.locator("#wallet").getAttribute("data-state"),
+            "signature-rejected",
+          );
+          assert.ok(
+            await refusing.page.getByRole("button", { name: "Connect wallet" }).isVisible(),
+          );
+          assert.equal(await storedSession(refusing.page), null);
+          assert.deepEqual(refusing.pageErrors, []);
+          await screenshot(refusing.page, "settings-signature-rejected");
+        } finally {
+          await refusing.context.close();
+        }
+      });
+
+      await t.step(
+        "signing out forgets the session here and revokes it on the server",
+        async () => {
+          const session = await storedSession(page);
+          assert.ok(session);
+          await page.getByRole("button", { name: "Sign out" }).click();
+          await expectStatus(page, "Signed out.");
+          assert.equal(await page.locator("#wallet").getAttribute("data-state"), "signed-out");
+          assert.equal(await storedSession(page), null);
+          const after = await app.fetch("/api/secrets", { headers: bearer(session.accessToken) });
+          assert.equal(after.status, 401);
+          assert.equal((await after.json()).error.code, "session_revoked");
+          await page.reload();
+          await page.locator('#wallet[data-ready="true"]').waitFor();
+          assert.equal(await page.locator("#wallet").getAttribute("data-state"), "signed-out");
+          assert.deepEqual(first.pageErrors, []);
+        },
+      );
+    } finally {
+      await browser.close();
+      await served.close();
+    }
+  },
+});
