@@ -8,6 +8,7 @@ import type { ServiceContext } from "../_shared/context.ts";
 import type { Queryable } from "../_shared/db.ts";
 import { ServiceError } from "../_shared/errors.ts";
 import { bearerToken, type Handler, json, readJson, router } from "../_shared/http.ts";
+import { providerReadiness } from "../_shared/provider-routing.ts";
 import { SECRET_TYPES, type SecretType } from "../_shared/secret-types.ts";
 import { asLiveSession, type VerifiedSession } from "../_shared/session-tokens.ts";
 import { hintFor, parseDeleteRequest, parsePutRequest, parseRevealRequest } from "./requests.ts";
@@ -78,7 +79,10 @@ export function createUserSecretsHandler(context: ServiceContext): Handler {
     if (token === null) return json(statusBody([]));
     const session = await sessions.verifyToken(token);
     const secrets = await asLiveSession(db, session, (tx) => listMasked(tx, session.userId));
-    return json(statusBody(secrets));
+    // Readiness is derived from the stored types' names alone, so the settings page can say what
+    // is incomplete; the spec's fields stay as they are.
+    const providers = providerReadiness(secrets.map((secret) => secret.secretType));
+    return json({ ...statusBody(secrets), providers });
   }
 
   async function put(request: Request): Promise<Response> {
