@@ -13,6 +13,8 @@ import {
   type DiscoveredWallet,
   discoverWallets,
   type MaskedSecret,
+  type ProviderId,
+  type ProviderReadiness,
   type SecretsStatus,
   type SecretType,
   SignatureRejectedError,
@@ -26,19 +28,12 @@ interface Registry {
     { readonly secretType: SecretType; readonly provider: string; readonly purpose: string }
   >;
   readonly providers: ReadonlyArray<{
-    readonly id: string;
+    readonly id: ProviderId;
     readonly label: string;
     readonly requires: readonly SecretType[];
     readonly stepKinds: readonly StepKind[];
   }>;
   readonly stepKinds: readonly StepKind[];
-}
-
-interface ProviderState {
-  readonly id: string;
-  readonly label: string;
-  readonly stepKinds: readonly StepKind[];
-  readonly missing: readonly SecretType[];
 }
 
 const apiBase = new URL(
@@ -342,23 +337,18 @@ async function afterFailure(error: unknown): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Provider readiness
 
-/** The service's own readiness when it reports it, else the same rule applied to the registry. */
-function providerStates(status: SecretsStatus): ProviderState[] {
-  const reported = status.providers;
-  if (Array.isArray(reported) && reported.every(isProviderState)) return reported;
+/**
+ * The service's own readiness (providerReadiness in functions/_shared/provider-routing.ts) when
+ * GET /secrets reports it, else the same rule applied to the registry: a provider is ready when
+ * every type it requires is saved.
+ */
+function providerStates(status: SecretsStatus): readonly ProviderReadiness[] {
+  if (Array.isArray(status.providers)) return status.providers;
   const saved = new Set(status.secrets.map((secret) => secret.secretType));
-  return registry.providers.map((provider) => ({
-    id: provider.id,
-    label: provider.label,
-    stepKinds: provider.stepKinds,
-    missing: provider.requires.filter((type) => !saved.has(type)),
-  }));
-}
-
-function isProviderState(value: unknown): value is ProviderState {
-  const v = value as Partial<ProviderState> | null;
-  return typeof v?.id === "string" && typeof v.label === "string" &&
-    Array.isArray(v.stepKinds) && Array.isArray(v.missing);
+  return registry.providers.map((provider) => {
+    const missing = provider.requires.filter((type) => !saved.has(type));
+    return { ...provider, ready: missing.length === 0, missing };
+  });
 }
 
 function renderReadiness(status: SecretsStatus | null): void {
@@ -367,7 +357,7 @@ function renderReadiness(status: SecretsStatus | null): void {
   const providers = providerStates(status);
 
   ui.stepList.replaceChildren(...registry.stepKinds.map((kind) => {
-    const ready = providers.filter((p) => p.missing.length === 0 && p.stepKinds.includes(kind));
+    const ready = providers.filter((p) => p.ready && p.stepKinds.includes(kind));
     const item = document.createElement("li");
     item.dataset.step = kind;
     item.dataset.enabled = String(ready.length > 0);
@@ -385,14 +375,14 @@ function renderReadiness(status: SecretsStatus | null): void {
   ui.providerRows.replaceChildren(...providers.map((provider) => {
     const row = document.createElement("tr");
     row.dataset.provider = provider.id;
-    row.dataset.ready = String(provider.missing.length === 0);
+    row.dataset.ready = String(provider.ready);
     const name = document.createElement("th");
     name.scope = "row";
     name.textContent = provider.label;
     const steps = document.createElement("td");
     steps.textContent = provider.stepKinds.join(", ");
     const state = document.createElement("td");
-    if (provider.missing.length === 0) {
+    if (provider.ready) {
       state.textContent = "Ready";
       state.className = "ready";
     } else {

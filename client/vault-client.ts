@@ -12,6 +12,7 @@
  * module at /client/vault-client.js.
  */
 import type { ErrorCode } from "../functions/_shared/errors.ts";
+import type { ProviderReadiness } from "../functions/_shared/provider-routing.ts";
 import type { ProviderId, SecretType, StepKind } from "../functions/_shared/secret-types.ts";
 import {
   type Eip1193Provider,
@@ -33,7 +34,7 @@ export { discoverWallets } from "./eip1193.ts";
 export type { DiscoveredWallet, Eip1193Provider, Eip6963ProviderInfo } from "./eip1193.ts";
 export { memoryStorage } from "./session-storage.ts";
 export type { VaultSession, VaultStorage } from "./session-storage.ts";
-export type { ErrorCode, ProviderId, SecretType, StepKind };
+export type { ErrorCode, ProviderId, ProviderReadiness, SecretType, StepKind };
 
 // ---------------------------------------------------------------------------------------------
 // Errors
@@ -120,8 +121,8 @@ export interface SecretsStatus {
   readonly storage: string;
   readonly secretTypes: readonly SecretType[];
   readonly secrets: readonly MaskedSecret[];
-  /** Provider readiness, from services that report it. */
-  readonly providers?: unknown;
+  /** Per provider: ready, or which types are missing (with a session, on services reporting it). */
+  readonly providers?: readonly ProviderReadiness[];
 }
 
 export interface SaveResult {
