@@ -3,8 +3,8 @@
  * wallet signs, and checking a signed one against this deployment's origins, chains, clock and
  * the signer's address. Nonce bookkeeping lives with the handler, in the database.
  */
-import { type Hex, isAddress, recoverMessageAddress } from "viem";
-import { createSiweMessage, parseSiweMessage } from "viem/siwe";
+import { getAddress, type Hex, recoverMessageAddress } from "viem";
+import { createSiweMessage } from "viem/siwe";
 import { ServiceError } from "./errors.ts";
 
 export interface SiweFields {
@@ -17,6 +17,10 @@ export interface SiweFields {
   readonly expirationTime?: Date;
   readonly notBefore?: Date;
   readonly statement?: string;
+  /** The scheme written before the domain ("https://app.example.com wants you…"), if any. */
+  readonly scheme?: string;
+  readonly requestId?: string;
+  readonly resources?: readonly string[];
 }
 
 export interface SiwePolicy {
@@ -50,17 +54,27 @@ export function generateNonce(): string {
 }
 
 export function buildSiweMessage(fields: SiweFields): string {
-  return createSiweMessage({ ...fields, version: "1" });
+  return createSiweMessage({ ...fields, resources: fields.resources?.slice(), version: "1" });
+}
+
+/** `text` without the characters an EIP-4361 statement may not hold (it is one line of URI characters). */
+export function toStatement(text: string): string {
+  return [...text].filter((c) => STATEMENT.test(c)).join("").trim();
 }
 
 /** Parses and checks everything but the signature and nonce, in the order the errors are reported. */
 export function checkSiweMessage(message: string, policy: SiwePolicy): SiweFields {
-  const fields = parse(message);
-  const origin = policy.origins.find((o) => new URL(o).host === fields.domain);
-  if (origin === undefined) {
+  const fields = parseSiweMessage(message);
+  // The origins this message's first line names: host[:port] equal, and the scheme when it has one.
+  const candidates = policy.origins.filter((o) => {
+    const url = new URL(o);
+    return url.host === fields.domain &&
+      (fields.scheme === undefined || url.protocol === `${fields.scheme.toLowerCase()}:`);
+  });
+  if (candidates.length === 0) {
     throw new ServiceError("domain_not_allowed", "The message was made for another site.");
   }
-  if (!uriUnderOrigin(fields.uri, origin)) {
+  if (!candidates.some((origin) => uriUnderOrigin(fields.uri, origin))) {
     throw new ServiceError("uri_not_allowed", "The message's URI does not belong to this site.");
   }
   if (policy.chainIds !== null && !policy.chainIds.includes(fields.chainId)) {
@@ -81,44 +95,143 @@ export function checkSiweMessage(message: string, policy: SiwePolicy): SiweField
   return fields;
 }
 
-function parse(message: string): SiweFields {
+// The pieces of the EIP-4361 ABNF, with RFC 3986 for the domain (an authority), URIs and the
+// request id. IP-literal hosts ([v6]) are left out, to stay within what the reference accepts.
+const UNRESERVED_SUBDELIM = "A-Za-z0-9\\-._~!$&'()*+,;=";
+const PCT = "%[0-9A-Fa-f]{2}";
+const PCHAR = `(?:[${UNRESERVED_SUBDELIM}:@]|${PCT})`;
+const AUTHORITY =
+  `(?:(?:[${UNRESERVED_SUBDELIM}:]|${PCT})*@)?(?:[${UNRESERVED_SUBDELIM}]|${PCT})*` +
+  "(?::[0-9]*)?";
+const SEGMENTS = `(?:/${PCHAR}*)*`;
+const HIER_PART = `(?://${AUTHORITY}${SEGMENTS}|/(?:${PCHAR}+${SEGMENTS})?|${PCHAR}+${SEGMENTS}|)`;
+const QUERY = `(?:${PCHAR}|[/?])*`;
+const URI_TEXT = `[A-Za-z][A-Za-z0-9+.-]*:${HIER_PART}(?:\\?${QUERY})?(?:#${QUERY})?`;
+
+const HEADER = new RegExp(
+  `^(?:([A-Za-z][A-Za-z0-9+.-]*)://)?(${AUTHORITY}) wants you to sign in with your Ethereum account:$`,
+);
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const STATEMENT = /^[A-Za-z0-9 !#$&'()*+,\-./:;=?@[\]_~]*$/;
+const URI = new RegExp(`^${URI_TEXT}$`);
+const NONCE = /^[A-Za-z0-9]{8,}$/;
+const CHAIN_ID = /^[0-9]{1,16}$/;
+const REQUEST_ID = new RegExp(`^${PCHAR}*$`);
+const DATE_TIME =
+  /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:Z|[+-](\d{2}):(\d{2}))$/;
+
+/**
+ * A strict EIP-4361 parser: it accepts only messages that follow the ABNF line by line (EIP-55
+ * address, fields in order, nothing before or after), i.e. a subset of what the reference parser
+ * (`@spruceid/siwe-parser`, which wallets use to recognise sign-in requests) accepts. A lenient
+ * parser would accept text a wallet does not recognise as a sign-in request, and so signs without
+ * warning the user that the requesting site is not the message's domain: the phishing relay that
+ * the domain binding exists to stop.
+ */
+export function parseSiweMessage(message: string): SiweFields {
   const invalid = (why: string) =>
     new ServiceError("invalid_message", `Not an EIP-4361 message: ${why}.`);
   if (message.length > MAX_MESSAGE_LENGTH) throw invalid("too long");
-  let parsed;
-  try {
-    parsed = parseSiweMessage(message);
-  } catch {
-    throw invalid("unreadable");
+  const lines = message.split("\n");
+  const header = HEADER.exec(lines[0]);
+  if (header === null) throw invalid('the first line must be "<domain> wants you to sign in…"');
+  const [, scheme, domain] = header;
+  const address = lines[1] ?? "";
+  if (!ADDRESS.test(address)) throw invalid("the second line must be the address");
+  // EIP-55: the reference parser, and so the wallets, refuse a lowercase or mis-cased address.
+  if (getAddress(address.toLowerCase()) !== address) {
+    throw invalid("the address must be EIP-55 checksummed");
   }
-  const { address, domain, uri, chainId, nonce, issuedAt, version } = parsed;
-  if (
-    !/^[^\s]+ wants you to sign in with your Ethereum account:\n0x[0-9a-fA-F]{40}\n/.test(message)
-  ) {
-    throw invalid("missing the EIP-4361 preamble");
+  if (lines[2] !== "") throw invalid("a blank line must follow the address");
+
+  // No statement: one more blank line. A statement: its line, then a blank line. An empty
+  // statement (as the siwe package writes one): two blank lines.
+  let next = 3;
+  let statement: string | undefined;
+  if (lines[3] === "" && lines[4] === "") {
+    next = 5;
+  } else if (lines[3] === "") {
+    next = 4;
+  } else {
+    statement = lines[3];
+    if (statement === undefined) throw invalid("it ends after the address");
+    if (!STATEMENT.test(statement)) {
+      throw invalid("the statement holds characters EIP-4361 does not allow");
+    }
+    if (lines[4] !== "") throw invalid("a blank line must follow the statement");
+    next = 5;
   }
-  if (address === undefined || !isAddress(address, { strict: true })) throw invalid("bad address");
-  if (version !== "1") throw invalid("Version must be 1");
-  if (!domain || !uri || typeof chainId !== "number" || !nonce) {
-    throw invalid("domain, URI, Chain ID and Nonce are required");
+
+  const field = (title: string, required: boolean): string | undefined => {
+    const line = lines[next];
+    if (line !== undefined && line.startsWith(`${title}: `)) {
+      next += 1;
+      return line.slice(title.length + 2);
+    }
+    if (required) throw invalid(`"${title}: " expected in its place`);
+    return undefined;
+  };
+  const uri = field("URI", true)!;
+  if (!URI.test(uri)) throw invalid("URI is not an RFC 3986 URI");
+  if (field("Version", true) !== "1") throw invalid("Version must be 1");
+  const chainIdText = field("Chain ID", true)!;
+  const chainId = Number(chainIdText);
+  if (!CHAIN_ID.test(chainIdText) || !Number.isSafeInteger(chainId)) {
+    throw invalid("Chain ID must be an integer");
   }
-  if (!/^[A-Za-z0-9]{8,}$/.test(nonce)) throw invalid("bad nonce");
-  if (!(issuedAt instanceof Date) || Number.isNaN(issuedAt.getTime())) {
-    throw invalid("Issued At is required");
+  const nonce = field("Nonce", true)!;
+  if (!NONCE.test(nonce)) throw invalid("Nonce must be at least 8 letters or digits");
+  const issuedAt = dateTime(field("Issued At", true)!, "Issued At");
+  const expirationText = field("Expiration Time", false);
+  const notBeforeText = field("Not Before", false);
+  const requestId = field("Request ID", false);
+  if (requestId !== undefined && !REQUEST_ID.test(requestId)) throw invalid("bad Request ID");
+  let resources: string[] | undefined;
+  if (lines[next] === "Resources:") {
+    resources = [];
+    next += 1;
+    while (lines[next]?.startsWith("- ")) {
+      const resource = lines[next].slice(2);
+      if (!URI.test(resource)) throw invalid("every resource must be an RFC 3986 URI");
+      resources.push(resource);
+      next += 1;
+    }
   }
-  for (const date of [parsed.expirationTime, parsed.notBefore]) {
-    if (date !== undefined && Number.isNaN(date.getTime())) throw invalid("bad timestamp");
+  if (next !== lines.length) throw invalid("unexpected text after the last field");
+
+  function dateTime(text: string, title: string): Date {
+    const match = DATE_TIME.exec(text);
+    const date = new Date(text);
+    if (match === null || Number.isNaN(date.getTime())) {
+      throw invalid(`${title} must be an RFC 3339 date-time`);
+    }
+    const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number);
+    const [offsetHour, offsetMinute] = match.slice(7, 9).map((v) => Number(v ?? 0));
+    const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+    if (
+      month < 1 || month > 12 || day < 1 || day > daysInMonth || hour > 23 || minute > 59 ||
+      second > 59 || offsetHour > 23 || offsetMinute > 59
+    ) {
+      throw invalid(`${title} is not a real date and time`);
+    }
+    return date;
   }
+
   return {
-    address,
+    address: address as `0x${string}`,
     domain,
     uri,
     chainId,
     nonce,
     issuedAt,
-    expirationTime: parsed.expirationTime,
-    notBefore: parsed.notBefore,
-    statement: parsed.statement,
+    ...(scheme === undefined ? {} : { scheme }),
+    ...(statement === undefined ? {} : { statement }),
+    ...(expirationText === undefined
+      ? {}
+      : { expirationTime: dateTime(expirationText, "Expiration Time") }),
+    ...(notBeforeText === undefined ? {} : { notBefore: dateTime(notBeforeText, "Not Before") }),
+    ...(requestId === undefined ? {} : { requestId }),
+    ...(resources === undefined ? {} : { resources }),
   };
 }
 
