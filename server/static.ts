@@ -11,7 +11,7 @@
  * Only the files listed here are served: a request names a route, never a path on disk, so there
  * is nothing to traverse.
  */
-import { stripTypeScriptTypes } from "node:module";
+import * as nodeModule from "node:module";
 import { ServiceError } from "../functions/_shared/errors.ts";
 import type { Handler } from "../functions/_shared/http.ts";
 import {
@@ -120,6 +120,12 @@ export const serveStatic: Handler = async (request) => {
   return new Response(request.method === "HEAD" ? null : body, {
     headers: { ...PAGE_HEADERS, "content-type": contentType },
   });
+};
+
+// Typed here rather than by @types/node: an npm package in the same type-check graph can bring an
+// older @types/node (ethers pins 22.7, which predates this function) and fail `deno check`.
+const { stripTypeScriptTypes } = nodeModule as unknown as {
+  stripTypeScriptTypes(code: string, options: { mode: "strip" }): string;
 };
 
 /** Strips the types of one client module and points its relative imports at their public URLs. */
