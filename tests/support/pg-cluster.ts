@@ -86,6 +86,20 @@ export async function findPostgresBinaries(): Promise<BinariesLookup> {
   };
 }
 
+/** Whether this machine can freeze a server (`ps --ppid` to find its backends). */
+export async function canFreeze(): Promise<boolean> {
+  try {
+    const result = await new Deno.Command("ps", {
+      args: ["-o", "pid=", "--ppid", "1"],
+      stdout: "null",
+      stderr: "null",
+    }).output();
+    return result.success;
+  } catch {
+    return false;
+  }
+}
+
 /** A loopback port nobody listens on right now. */
 export function freePort(): number {
   const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
@@ -114,6 +128,7 @@ export interface PgCluster {
    */
   freeze(): Promise<void>;
   thaw(): Promise<void>;
+  readonly frozen: boolean;
   /** Stops the server if it runs and deletes its directory. Safe to call more than once. */
   destroy(): Promise<void>;
 }
@@ -164,25 +179,23 @@ export async function createPgCluster(binaries: PostgresBinaries): Promise<PgClu
     throw error;
   }
 
-  /** The postmaster (first line of postmaster.pid) and every process it forked. */
+  /**
+   * The postmaster (first line of postmaster.pid) and every process it forked, from `ps` (reading
+   * /proc would need --allow-all; deno task test grants --allow-run).
+   */
   const serverPids = async (): Promise<number[]> => {
     const postmaster = Number(
       (await Deno.readTextFile(`${dataDir}/postmaster.pid`)).split("\n")[0],
     );
-    const pids = [postmaster];
-    for await (const entry of Deno.readDir("/proc")) {
-      if (!/^\d+$/.test(entry.name)) continue;
-      try {
-        const stat = await Deno.readTextFile(`/proc/${entry.name}/stat`);
-        // The fields after the parenthesised command name: state, then the parent pid.
-        const parent = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-        if (parent === postmaster) pids.push(Number(entry.name));
-      } catch {
-        // the process ended while we looked
-      }
-    }
-    return pids;
+    const children = await new Deno.Command("ps", {
+      args: ["-o", "pid=", "--ppid", String(postmaster)],
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    const pids = new TextDecoder().decode(children.stdout).split(/\s+/).filter(Boolean).map(Number);
+    return [postmaster, ...pids];
   };
+  let frozen = false;
   const signalServer = async (signal: "SIGSTOP" | "SIGCONT") => {
     // SIGSTOP the postmaster first so it forks nothing new; SIGCONT the backends first.
     const pids = await serverPids();
@@ -193,6 +206,7 @@ export async function createPgCluster(binaries: PostgresBinaries): Promise<PgClu
         // already gone
       }
     }
+    frozen = signal === "SIGSTOP";
   };
 
   // Should the test process die from an uncaught error, `destroy()` never runs: stop the server
@@ -246,13 +260,16 @@ export async function createPgCluster(binaries: PostgresBinaries): Promise<PgClu
       await run("pg_ctl", ["-D", dataDir, "-m", mode, "-w", "-t", "30", "stop"]);
       running = false;
     },
+    get frozen() {
+      return frozen;
+    },
     freeze: () => signalServer("SIGSTOP"),
     thaw: () => signalServer("SIGCONT"),
     async destroy() {
       if (destroyed) return;
       destroyed = true;
       globalThis.removeEventListener("unload", onUnload);
-      await signalServer("SIGCONT").catch(() => {});
+      if (frozen) await signalServer("SIGCONT").catch(() => {});
       if (running) await cluster.stop("immediate").catch(() => {});
       await Deno.remove(root, { recursive: true }).catch(() => {});
     },
