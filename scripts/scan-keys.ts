@@ -1,0 +1,58 @@
+/**
+ * `deno task scan [paths…]`: looks for provider credentials in files: recipe files, prompt files,
+ * committed environment files, anything. Without paths it scans the project as git sees it
+ * (tracked files plus untracked ones that are not ignored). Prints file:line:column with each value
+ * masked, and the advice to rotate. Exit status: 0 clean, 1 credentials found, 2 usage or I/O error.
+ */
+import { formatFinding, projectFiles, rotationAdvice, scanPaths } from "../server/key-scanner.ts";
+
+const USAGE = `Usage: deno task scan [paths…]
+
+Scans the given files and directories (default: the project's git files) for provider
+credentials: values shaped like provider keys (sk-…, AKIA…, ghp_…, AIza…, hf_…, r8_…, …) and
+literals assigned to credential names (the vault's secret types, *_API_KEY, *_SECRET_KEY, …).
+Exit status 0: none found; 1: found (rotate them); 2: usage or read error.
+A line containing "scan-keys:allow" is skipped (only for values that are not credentials).`;
+
+async function main(args: string[]): Promise<number> {
+  if (args.includes("-h") || args.includes("--help")) {
+    console.log(USAGE);
+    return 0;
+  }
+  const unknown = args.filter((arg) => arg.startsWith("-"));
+  if (unknown.length > 0) {
+    console.error(`Unknown option ${unknown[0]}.\n\n${USAGE}`);
+    return 2;
+  }
+  // `deno task` runs in the project's folder; paths given on the command line are relative to
+  // where it was typed.
+  const invokedFrom = Deno.env.get("INIT_CWD") ?? Deno.cwd();
+  const paths = args.length > 0
+    ? args.map((arg) => (arg.startsWith("/") ? arg : `${invokedFrom}/${arg}`))
+    : await projectFiles(Deno.cwd());
+  const display = (file: string) =>
+    args.length > 0 && file.startsWith(`${invokedFrom}/`)
+      ? file.slice(invokedFrom.length + 1)
+      : file;
+
+  const report = await scanPaths(paths);
+  for (const finding of report.findings) {
+    console.log(formatFinding({ ...finding, file: display(finding.file) }));
+  }
+  for (const { file, reason } of report.skipped) {
+    if (reason !== "binary") console.error(`skipped ${display(file)}: ${reason}`);
+  }
+  if (report.findings.length > 0) {
+    console.log(`\n${rotationAdvice(report.findings)}`);
+    return 1;
+  }
+  console.log(`Scanned ${report.filesScanned} files: no provider credentials found.`);
+  return 0;
+}
+
+try {
+  Deno.exit(await main(Deno.args));
+} catch (error) {
+  console.error(`scan failed: ${error instanceof Error ? error.message : String(error)}`);
+  Deno.exit(2);
+}

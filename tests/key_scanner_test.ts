@@ -1,0 +1,328 @@
+/**
+ * The committed-key scanner on fixtures with planted keys and on clean files, through its module
+ * and through `deno task scan`. Every key-shaped value is generated here at run time into a
+ * temporary directory: this repository never holds one, and the project itself must scan clean.
+ */
+import assert from "node:assert/strict";
+import {
+  type Finding,
+  maskSecret,
+  projectFiles,
+  scanPaths,
+  scanText,
+} from "../server/key-scanner.ts";
+
+const ROOT = new URL("../", import.meta.url).pathname.replace(/\/$/, "");
+
+// No vowels and no x: a random key can then never spell a placeholder word ("here", "your",
+// "xxxx"…) by chance, which would make a test that expects a finding flaky.
+const UPPER = "BCDFGHJKLMNPQRSTVWYZ";
+const LOWER = "bcdfghjklmnpqrstvwyz";
+const DIGITS = "0123456789";
+
+function random(length: number, alphabet = UPPER + LOWER + DIGITS): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(length));
+  const chars = Array.from(bytes, (byte) => alphabet[byte % alphabet.length]);
+  // Always a digit, at a random place (real keys of these lengths virtually always have one).
+  if (!chars.some((c) => DIGITS.includes(c))) chars[bytes[0] % length] = DIGITS[bytes[1] % 10];
+  return chars.join("");
+}
+
+/** Fake keys in the providers' documented shapes, made fresh for each run. */
+function fakeKeys() {
+  return {
+    openai: `sk-proj-${random(48)}`,
+    openaiLegacy: `sk-${random(48)}`,
+    anthropic: `sk-ant-api03-${random(60)}`,
+    aws: `AKIA${random(16, UPPER + DIGITS)}`,
+    github: `ghp_${random(36)}`,
+    githubPat: `github_pat_${random(22)}_${random(59)}`,
+    slack: `xoxb-${random(12, DIGITS)}-${random(24)}`,
+    google: `AIza${random(35)}`,
+    huggingface: `hf_${random(34)}`,
+    replicate: `r8_${random(37)}`,
+    groq: `gsk_${random(52)}`,
+    stripe: `sk_live_${random(32)}`,
+  };
+}
+
+const KIND_OF: Record<keyof ReturnType<typeof fakeKeys>, string> = {
+  openai: "OpenAI-style key (sk-…)",
+  openaiLegacy: "OpenAI-style key (sk-…)",
+  anthropic: "Anthropic-style key (sk-ant-…)",
+  aws: "AWS access key id (AKIA…)",
+  github: "GitHub token (ghp_…)",
+  githubPat: "GitHub token (github_pat_…)",
+  slack: "Slack token (xox…)",
+  google: "Google API key (AIza…)",
+  huggingface: "Hugging Face token (hf_…)",
+  replicate: "Replicate token (r8_…)",
+  groq: "Groq key (gsk_…)",
+  stripe: "Stripe-style key (sk_live_…)",
+};
+
+/** A temp directory with the given files (path → text); removed when disposed. */
+async function fixture(files: Record<string, string | Uint8Array>) {
+  const dir = await Deno.makeTempDir({ prefix: "key-scan-" });
+  for (const [path, content] of Object.entries(files)) {
+    const full = `${dir}/${path}`;
+    await Deno.mkdir(full.slice(0, full.lastIndexOf("/")), { recursive: true });
+    if (typeof content === "string") await Deno.writeTextFile(full, content);
+    else await Deno.writeFile(full, content);
+  }
+  return {
+    dir,
+    [Symbol.asyncDispose]: () => Deno.remove(dir, { recursive: true }),
+  };
+}
+
+async function runScan(args: string[], cwd = ROOT) {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["task", "-q", "scan", ...args],
+    cwd,
+    stdout: "piped",
+    stderr: "piped",
+    env: { NO_COLOR: "1" },
+  }).output();
+  return {
+    code: output.code,
+    stdout: new TextDecoder().decode(output.stdout),
+    stderr: new TextDecoder().decode(output.stderr),
+  };
+}
+
+const where = (findings: readonly Finding[]) =>
+  findings.map((f) => `${f.file.slice(f.file.lastIndexOf("/") + 1)}:${f.line}:${f.kind}`).sort();
+
+/** Planted keys in recipe, prompt, env and code files; returns the files and every value. */
+function plantedFiles() {
+  const keys = fakeKeys();
+  const assigned = {
+    recipeKey: random(40),
+    orgId: `org-${random(24)}`,
+    secretKey: random(32),
+    codeKey: random(40),
+  };
+  const files = {
+    "recipes/portrait.recipe.json": JSON.stringify(
+      {
+        name: "portrait",
+        steps: [{ kind: "image", provider: "provider_b", provider_b_key: assigned.recipeKey }],
+      },
+      null,
+      2,
+    ),
+    "recipes/clip.yaml": [
+      "name: clip",
+      "steps:",
+      "  - kind: video",
+      `    provider_a_api_key: ${keys.openai}`,
+      `    provider_a_org_id: ${assigned.orgId}`,
+    ].join("\n"),
+    "prompts/system.prompt.md": [
+      "You are a helpful assistant.",
+      `Upload results with ${keys.aws} and read models with ${keys.huggingface}.`,
+      `When asked, use the gateway key ${keys.google}.`,
+    ].join("\n"),
+    ".env": [
+      "# committed by mistake",
+      `OPENAI_API_KEY=${keys.openaiLegacy}`,
+      `ANTHROPIC_API_KEY="${keys.anthropic}"`,
+      `export REPLICATE_API_TOKEN=${keys.replicate}`,
+      `SLACK_BOT=${keys.slack}`,
+      `GITHUB_TOKEN=${keys.github}`,
+      `GH_PAT = '${keys.githubPat}'`,
+      `GROQ=${keys.groq}`,
+      `STRIPE=${keys.stripe}`,
+      `MY_SERVICE_SECRET_KEY=${assigned.secretKey}`,
+    ].join("\n"),
+    "src/client.ts": `export const client = createClient({ apiKey: "${assigned.codeKey}" });\n`,
+  };
+  return { files, values: [...Object.values(keys), ...Object.values(assigned)] };
+}
+
+Deno.test("every provider key shape is found, on its own line, wherever it appears", () => {
+  for (const [name, key] of Object.entries(fakeKeys())) {
+    for (const line of [key, `value: "${key}"`, `see (${key}), then`, `url?token=${key}&x=1`]) {
+      const findings = scanText(`first line\n${line}\n`, "notes.txt");
+      assert.equal(findings.length, 1, `${name} in ${JSON.stringify(line.replace(key, "<key>"))}`);
+      assert.equal(findings[0].kind, KIND_OF[name as keyof typeof KIND_OF]);
+      assert.equal(findings[0].line, 2);
+      assert.equal(findings[0].column, line.indexOf(key) + 1);
+      assert.ok(!findings[0].masked.includes(key.slice(4)), "masked, never whole");
+    }
+  }
+});
+
+Deno.test("literals assigned to secret-type and *_API_KEY names are found; code variables not", () => {
+  const value = random(32);
+  const found = [
+    `provider_b_key=${value}`,
+    `PROVIDER_F_API_KEY: ${value}`,
+    `"provider_e_key": "${value}"`,
+    `export SOME_VENDOR_API_KEY='${value}'`,
+    `aws_secret_access_key = ${value}`,
+    `apiKey: "${value}"`,
+    `VENDOR_SECRET_KEY="${value}" # rotate me`,
+    `provider_a_org_id: org-${value}`,
+  ];
+  for (const line of found) {
+    const findings = scanText(line, "recipe.yaml");
+    assert.equal(findings.length, 1, line.replace(value, "<value>"));
+    assert.match(findings[0].kind, /^value assigned to /);
+    const token = line.includes("org-") ? `org-${value}` : value;
+    assert.equal(findings[0].column, line.indexOf(token) + 1, line.replace(value, "<value>"));
+  }
+  // In code a bare value is an expression; a quoted literal is still a finding.
+  assert.deepEqual(scanText(`const config = { provider_b_key: replacement };`, "a.ts"), []);
+  assert.deepEqual(scanText(`headers: { apiKey: options.apiKey }`, "a.ts"), []);
+  assert.equal(scanText(`const config = { provider_b_key: "${value}" };`, "a.ts").length, 1);
+});
+
+Deno.test("placeholders, references and ordinary text are not findings", () => {
+  const clean = [
+    "OPENAI_API_KEY=",
+    "OPENAI_API_KEY=sk-...",
+    "OPENAI_API_KEY=sk-…",
+    "OPENAI_API_KEY=${OPENAI_API_KEY}",
+    "OPENAI_API_KEY=$OPENAI_API_KEY",
+    'OPENAI_API_KEY="$(cat /run/secrets/openai)"',
+    "provider_b_key=<your provider B key>",
+    "provider_b_key: your-key-here-1234",
+    "PROVIDER_B_KEY=changeme",
+    "X_API_KEY=xxxxxxxxxxxxxxxxxxxxxxxx",
+    "X_API_KEY=****************",
+    "AWS_ACCESS_KEY=AKIAIOSFODNN7EXAMPLE",
+    "X_API_KEY=sk-live-0123456789abcdef",
+    `const key = Deno.env.get("OPENAI_API_KEY");`,
+    `const apiKey = process.env.OPENAI_API_KEY;`,
+    `put(app.fetch, token, "provider_b_key", value);`,
+    `{ "secretType": "provider_b_key", "value": "short" }`,
+    "| provider_b_key | API key of provider B. Enables routing of image steps. |",
+    "provider_f_api_key: API key of provider F, a gateway proxy.",
+    "The task-manager-for-everything-and-more runs sk-style checks.",
+    "SUPABASE_URL=https://abcd1234.supabase.co",
+    `"integrity": "sha512-${random(60)}=="`,
+    "ENCRYPTION_KEYS=k2:<base64>,k1:<base64>",
+    `-----BEGIN PUBLIC KEY-----`,
+  ];
+  for (const line of clean) {
+    assert.deepEqual(scanText(line, "settings.env"), [], line);
+    assert.deepEqual(scanText(line, "settings.ts"), [], line);
+  }
+  // An explicit allow marker exempts its line only.
+  const key = fakeKeys().openai;
+  assert.deepEqual(scanText(`${key} # scan-keys:allow (test vector)`, "a.env"), []);
+  assert.equal(scanText(`${key} # scan-keys:allow\n${key}`, "a.env").length, 1);
+});
+
+Deno.test("masking keeps at most four leading characters and the length", () => {
+  assert.equal(maskSecret("sk-proj-abcdefghijklmnop"), "sk-p…(24 chars)");
+  assert.equal(maskSecret("12345678"), "12…(8 chars)");
+  for (const key of Object.values(fakeKeys())) {
+    const masked = maskSecret(key);
+    assert.ok(masked.startsWith(key.slice(0, 4)));
+    assert.ok(!masked.includes(key.slice(4, 8)));
+  }
+});
+
+Deno.test("scanning fixture files finds each planted key at its file and line", async () => {
+  const { files, values } = plantedFiles();
+  await using dir = await fixture({
+    ...files,
+    "image.png": new Uint8Array([
+      0x89,
+      0x50,
+      0x4e,
+      0x47,
+      0,
+      0,
+      ...new TextEncoder().encode(values[0]),
+    ]),
+  });
+  const report = await scanPaths([dir.dir]);
+  assert.deepEqual(where(report.findings), [
+    ".env:10:value assigned to MY_SERVICE_SECRET_KEY",
+    ".env:2:OpenAI-style key (sk-…)",
+    ".env:3:Anthropic-style key (sk-ant-…)",
+    ".env:4:Replicate token (r8_…)",
+    ".env:5:Slack token (xox…)",
+    ".env:6:GitHub token (ghp_…)",
+    ".env:7:GitHub token (github_pat_…)",
+    ".env:8:Groq key (gsk_…)",
+    ".env:9:Stripe-style key (sk_live_…)",
+    "client.ts:1:value assigned to apiKey",
+    "clip.yaml:4:OpenAI-style key (sk-…)",
+    "clip.yaml:5:value assigned to provider_a_org_id",
+    "portrait.recipe.json:7:value assigned to provider_b_key",
+    "system.prompt.md:2:AWS access key id (AKIA…)",
+    "system.prompt.md:2:Hugging Face token (hf_…)",
+    "system.prompt.md:3:Google API key (AIza…)",
+  ]);
+  assert.equal(report.filesScanned, 5);
+  assert.deepEqual(report.skipped, [{ file: `${dir.dir}/image.png`, reason: "binary" }]);
+});
+
+Deno.test("deno task scan prints file:line with masked values, the rotation advice, exits 1", async () => {
+  const { files, values } = plantedFiles();
+  await using dir = await fixture(files);
+  const { code, stdout, stderr } = await runScan([dir.dir]);
+  assert.equal(code, 1, stderr);
+  assert.match(stdout, /\.env:2:\d+: OpenAI-style key \(sk-…\): sk-[A-Za-z0-9]…\(51 chars\)/);
+  assert.match(stdout, /recipes\/portrait\.recipe\.json:7:\d+: value assigned to provider_b_key: /);
+  assert.match(stdout, /16 provider credentials found in 5 files\./);
+  assert.match(stdout, /compromised/);
+  assert.match(stdout, /revoke it at the provider/);
+  assert.match(stdout, /PUT \/api\/secrets/);
+  for (const value of values) {
+    assert.ok(!stdout.includes(value) && !stderr.includes(value), "no value is printed whole");
+    assert.ok(!stdout.includes(value.slice(4, 12)), "nor most of one");
+  }
+});
+
+Deno.test("clean files scan clean and exit 0", async () => {
+  await using dir = await fixture({
+    ".env.example": [
+      "# Keys go in the vault (PUT /api/secrets), never here.",
+      "OPENAI_API_KEY=",
+      "PROVIDER_B_KEY=<your provider B key>",
+      "ANTHROPIC_API_KEY=${ANTHROPIC_API_KEY}",
+    ].join("\n"),
+    "recipes/portrait.recipe.json": JSON.stringify({
+      steps: [{ kind: "image", secretTypes: ["provider_b_key"], prompt: "prompts/portrait.md" }],
+    }),
+    "prompts/portrait.md": "A portrait in oil, soft light. Ask for the provider_b_key in the app.",
+  });
+  const { code, stdout } = await runScan([dir.dir]);
+  assert.equal(code, 0, stdout);
+  assert.match(stdout, /Scanned 3 files: no provider credentials found\./);
+});
+
+Deno.test("a path that does not exist is a usage error (exit 2), not a clean scan", async () => {
+  const { code, stderr } = await runScan([`/nonexistent-${crypto.randomUUID()}`]);
+  assert.equal(code, 2);
+  assert.match(stderr, /No such file or directory/);
+});
+
+Deno.test("by default the scan covers git's files: tracked and new, never ignored", async () => {
+  const { files } = plantedFiles();
+  await using repo = await fixture({
+    "tracked.env": files[".env"],
+    "new-recipe.yaml": files["recipes/clip.yaml"],
+    ".gitignore": "ignored.env\n",
+    "ignored.env": files[".env"],
+  });
+  const git = (...args: string[]) =>
+    new Deno.Command("git", { args, cwd: repo.dir, stdout: "null", stderr: "null" }).output();
+  assert.ok((await git("init", "-q")).success);
+  assert.ok((await git("add", "tracked.env", ".gitignore")).success);
+  assert.deepEqual(await projectFiles(repo.dir), [".gitignore", "new-recipe.yaml", "tracked.env"]);
+});
+
+Deno.test("the project's own files scan clean", async () => {
+  const { code, stdout, stderr } = await runScan([]);
+  assert.equal(code, 0, `${stdout}\n${stderr}`);
+  assert.match(stdout, /no provider credentials found/);
+  const files = await projectFiles(ROOT);
+  assert.ok(files.includes("server/key-scanner.ts") && files.includes("README.md"));
+});
