@@ -14,6 +14,7 @@ import {
   checkSiweMessage,
   generateNonce,
   MAX_MESSAGE_LENGTH,
+  toStatement,
   verifySignature,
 } from "../_shared/siwe.ts";
 
@@ -44,9 +45,12 @@ function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
 
 export function createWalletProofHandler(context: ServiceContext): Handler {
   const { config, db, sessions, signInOrigins } = context;
-  const statement =
+  // Only characters EIP-4361 allows in a statement: a project name with others would otherwise
+  // make every message this server hands out one that its own parser (and wallets) refuse.
+  const statement = toStatement(
     `Sign in to ${config.projectName}. This signature proves you own this wallet; ` +
-    "it authorizes no transaction and costs no gas.";
+      "it authorizes no transaction and costs no gas.",
+  );
 
   function requireOrigins(): readonly string[] {
     if (signInOrigins.length === 0) {
@@ -119,12 +123,14 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
       now: new Date(),
       clockSkewMs: CLOCK_SKEW_MS,
     });
+    await verifySignature(body.message, body.signature, fields.address);
+    // Counted only once the signature is the wallet's own: counted before, anyone could spend a
+    // wallet's budget with unsigned attempts and lock its owner out of signing in.
     const walletAddress = fields.address.toLowerCase();
     await enforceRateLimit(db, {
       bucket: `proof:address:${walletAddress}`,
       limit: config.rateLimits.proofPerAddressPerMinute,
     });
-    await verifySignature(body.message, body.signature, fields.address);
 
     const refreshToken = newRefreshToken();
     // One statement, so it is atomic without a transaction: the nonce is consumed by a conditional
@@ -210,7 +216,8 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
         where t.token_hash = $1`,
       [presented],
     );
-    if (known === undefined) {
+    // Revoking below needs evidence of reuse, a spent token; anything else is just not valid.
+    if (known === undefined || (!known.used && !known.revoked)) {
       throw new ServiceError("invalid_refresh_token", "This refresh token is not valid.");
     }
     if (known.revoked) {
