@@ -616,12 +616,13 @@ const meta = {
   deno: Deno.version.deno,
   os: `${Deno.build.os} ${Deno.build.arch}`,
   cpus: navigator.hardwareConcurrency,
-  commit: new TextDecoder().decode(
+  // BENCH_COMMIT: when measuring a copy without .git (git archive), name the commit it holds.
+  commit: Deno.env.get("BENCH_COMMIT") ?? new TextDecoder().decode(
     (await new Deno.Command("git", {
       args: ["rev-parse", "--short", "HEAD"],
       stdout: "piped",
       stderr: "null",
-    }).output()).stdout,
+    }).output().catch(() => ({ stdout: new Uint8Array() }))).stdout,
   ).trim(),
   concurrency: CONCURRENCY,
   durationMs: DURATION_MS,

@@ -144,6 +144,7 @@ export function serverEnv(extra: Record<string, string> = {}): Record<string, st
 export interface ServerProcess {
   readonly url: string;
   readonly env: Record<string, string>;
+  readonly pid: number;
   stop(): Promise<void>;
 }
 
@@ -195,6 +196,7 @@ export async function startProcess(
   return {
     url,
     env: fullEnv,
+    pid: child.pid,
     async stop() {
       try {
         child.kill("SIGTERM");
