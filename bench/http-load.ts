@@ -17,6 +17,8 @@ export interface LoadOptions {
   readonly request: (worker: number, i: number) => Request | null;
   /** Whether an answer counts as a success (default: 2xx). */
   readonly ok?: (response: Response, body: string) => boolean;
+  /** Called after the warm-up, right before the measured requests (e.g. to read CPU counters). */
+  readonly beforeMeasuring?: () => Promise<void>;
 }
 
 export interface LoadResult {
@@ -46,6 +48,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     }));
   }
 
+  await options.beforeMeasuring?.();
   const latencies: number[] = [];
   const statuses: Record<string, number> = {};
   let errors = 0;

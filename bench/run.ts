@@ -21,6 +21,7 @@ import { SECRET_TYPES } from "../functions/_shared/secret-types.ts";
 import { runLoad, timeLoop } from "./http-load.ts";
 import {
   type BenchDatabase,
+  cpuMs,
   createDatabase,
   type Engine,
   findPostgres,
@@ -67,6 +68,8 @@ interface Row {
   /** The same at concurrency 1: unqueued latency, and its ratio to the floor at concurrency 1. */
   p50At1Ms?: number;
   ratioAt1?: number;
+  /** CPU the server process spent per request at the fixed concurrency (robust to a busy machine). */
+  cpuUsPerRequest?: number | null;
 }
 
 const rows: Row[] = [];
@@ -205,6 +208,7 @@ async function routes(
   measures: readonly string[] = ["nonce", "wallet-proof", "list", "put", "reveal"],
 ) {
   const results: Record<string, Awaited<ReturnType<typeof runLoad>>> = {};
+  const cpu: Record<string, number | null> = {};
   const url = server.url;
   const revealToken = server.env.SERVER_REVEAL_TOKEN;
   const auth = (w: number) => ({
@@ -240,6 +244,7 @@ async function routes(
       }),
   };
   for (const measure of measures) {
+    let cpuBefore: number | null = null;
     results[measure] = await runLoad({
       concurrency,
       durationMs,
@@ -248,14 +253,21 @@ async function routes(
       ok: measure === "reveal"
         ? (response, body) => response.status === 200 && JSON.parse(body).secrets.length === 7
         : undefined,
+      beforeMeasuring: async () => {
+        cpuBefore = await cpuMs(server.pid);
+      },
     });
+    const cpuAfter = await cpuMs(server.pid);
+    cpu[measure] = cpuBefore === null || cpuAfter === null
+      ? null
+      : ((cpuAfter - cpuBefore) * 1000) / results[measure].requests;
     log(
       `${engine} ${measure}: p50 ${results[measure].p50Ms.toFixed(2)} ms, ${
         results[measure].rps.toFixed(0)
       } req/s`,
     );
   }
-  return results;
+  return { results, cpu };
 }
 
 async function bareQuery(
@@ -266,21 +278,29 @@ async function bareQuery(
 ) {
   const bare = await startProcess("bench/bare-server.ts", { ...env, ...db.env }, "/ready");
   try {
+    let cpuBefore: number | null = null;
     const run = (concurrency: number, durationMs: number) =>
       runLoad({
         concurrency,
         durationMs,
         warmupMs: WARMUP_MS,
+        beforeMeasuring: async () => {
+          cpuBefore = await cpuMs(bare.pid);
+        },
         request: (w) => new Request(`${bare.url}/?user=${sessions[w % sessions.length].userId}`),
         ok: (response, body) => response.status === 200 && JSON.parse(body).secrets.length === 7,
       });
     const loaded = await run(CONCURRENCY, DURATION_MS);
+    const cpuAfter = await cpuMs(bare.pid);
+    const cpuUsPerRequest = cpuBefore === null || cpuAfter === null
+      ? null
+      : ((cpuAfter - cpuBefore) * 1000) / loaded.requests;
     const single = await run(1, SINGLE_MS);
     log(
       `${engine} bare query: p50 ${loaded.p50Ms.toFixed(2)} ms, ${loaded.rps.toFixed(0)} req/s; ` +
         `p50 at 1: ${single.p50Ms.toFixed(2)} ms`,
     );
-    return { loaded, single };
+    return { loaded, single, cpuUsPerRequest };
   } finally {
     await bare.stop();
   }
@@ -438,7 +458,7 @@ async function growthRun(engine: Engine, adminUrl: string | null) {
         seeded = target;
       }
       const proofs = await proofPool(server, 160);
-      const results = await routes(engine, server, sessions, 1, GROWTH_MS, proofs, [
+      const { results } = await routes(engine, server, sessions, 1, GROWTH_MS, proofs, [
         "list",
         "put",
         "wallet-proof",
@@ -471,9 +491,16 @@ async function benchEngine(engine: Engine, adminUrl: string | null, recoveryP50:
     log(`${engine}: server up at ${server.url}`);
     const sessions = await workerSessions(server, CONCURRENCY);
     const proofs = await proofPool(server, 1200);
-    const results = await routes(engine, server, sessions, CONCURRENCY, DURATION_MS, proofs);
+    const { results, cpu } = await routes(
+      engine,
+      server,
+      sessions,
+      CONCURRENCY,
+      DURATION_MS,
+      proofs,
+    );
     const singleProofs = await proofPool(server, 400);
-    const single = await routes(engine, server, sessions, 1, SINGLE_MS, singleProofs);
+    const { results: single } = await routes(engine, server, sessions, 1, SINGLE_MS, singleProofs);
     if (engine === "pglite") await server.stop(); // the bare server opens the same directory
     const bare = await bareQuery(engine, db, env, sessions);
     // Cold-started PGlite functions each get a copy, taken while no process has it open.
@@ -495,6 +522,7 @@ async function benchEngine(engine: Engine, adminUrl: string | null, recoveryP50:
       baselineP50Ms: null,
       ratio: null,
       p50At1Ms: bare.single.p50Ms,
+      cpuUsPerRequest: bare.cpuUsPerRequest,
     });
     // wallet-proof's floor: one signature recovery plus one database round trip.
     const floors: Record<string, [string, number, number]> = {
@@ -531,6 +559,7 @@ async function benchEngine(engine: Engine, adminUrl: string | null, recoveryP50:
         ratio: result.p50Ms / floor,
         p50At1Ms: single[measure].p50Ms,
         ratioAt1: single[measure].p50Ms / floorAt1,
+        cpuUsPerRequest: cpu[measure],
       });
     }
     await coldStarts(engine, db, server, pgliteTemplate);
@@ -548,16 +577,18 @@ function fmt(n: number | null, digits = 2): string {
 
 function table(): string {
   const lines = [
-    "| engine | measure | conc. | p50 ms | p99 ms | req/s | errors | baseline (p50 ms) | ratio | p50 ms at 1 | ratio at 1 |",
-    "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|",
+    "| engine | measure | conc. | p50 ms | p99 ms | req/s | server CPU µs/req | errors | baseline (p50 ms) | ratio | p50 ms at 1 | ratio at 1 |",
+    "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|",
   ];
   for (const r of rows) {
     lines.push(
       `| ${r.engine} | ${r.measure} | ${r.concurrency} | ${fmt(r.p50Ms)} | ${fmt(r.p99Ms)} | ${
         fmt(r.rps, 0)
-      } | ${r.errors} | ${r.baseline ? `${r.baseline} (${fmt(r.baselineP50Ms)})` : ""} | ${
-        r.ratio === null ? "" : `${fmt(r.ratio)}×`
-      } | ${fmt(r.p50At1Ms ?? null)} | ${r.ratioAt1 === undefined ? "" : `${fmt(r.ratioAt1)}×`} |`,
+      } | ${fmt(r.cpuUsPerRequest ?? null, 0)} | ${r.errors} | ${
+        r.baseline ? `${r.baseline} (${fmt(r.baselineP50Ms)})` : ""
+      } | ${r.ratio === null ? "" : `${fmt(r.ratio)}×`} | ${fmt(r.p50At1Ms ?? null)} | ${
+        r.ratioAt1 === undefined ? "" : `${fmt(r.ratioAt1)}×`
+      } |`,
     );
   }
   lines.push("");
@@ -609,6 +640,7 @@ notes.push(
   "GET /api/secrets and reveal run with 7 stored secrets per creator: the spec has seven secret types, so 7 is the most a creator can store.",
   "wallet-proof's floor is one signature recovery (in-process p50) plus one database round trip (the bare query's p50 at the same concurrency).",
   "'at 1' columns: the same route at concurrency 1 (unqueued latency) against the floor at concurrency 1; the main columns run at the fixed concurrency, where a two-core machine queues CPU work and p50 tracks throughput.",
+  "server CPU µs/req: CPU time (user + system) of the server process per request at the fixed concurrency, from /proc; it moves much less than latency when other work shares the machine.",
   "Growth runs at concurrency 1 on one creator; the other creators are seeded in bulk with a session and all seven secrets each.",
 );
 const meta = {

@@ -280,6 +280,26 @@ export async function putSecret(
   });
 }
 
+/**
+ * CPU time (user + system, ms) a process has used so far, from /proc/<pid>/stat (read with `cat`:
+ * Deno reads /proc itself only with --allow-all); null where there is no /proc.
+ */
+export async function cpuMs(pid: number): Promise<number | null> {
+  try {
+    const out = await new Deno.Command("cat", {
+      args: [`/proc/${pid}/stat`],
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    if (!out.success) return null;
+    const stat = new TextDecoder().decode(out.stdout);
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * 10; // utime + stime, in 10 ms ticks
+  } catch {
+    return null;
+  }
+}
+
 export function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return NaN;
   const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
