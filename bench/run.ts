@@ -491,6 +491,10 @@ async function benchEngine(engine: Engine, adminUrl: string | null, recoveryP50:
     log(`${engine}: server up at ${server.url}`);
     const sessions = await workerSessions(server, CONCURRENCY);
     const proofs = await proofPool(server, 1200);
+    // Concurrency 1 first, on a database not yet churned by the loaded runs (autovacuum and
+    // checkpoints after them were measurably slowing the unqueued latencies).
+    const singleProofs = await proofPool(server, 400);
+    const { results: single } = await routes(engine, server, sessions, 1, SINGLE_MS, singleProofs);
     const { results, cpu } = await routes(
       engine,
       server,
@@ -499,8 +503,6 @@ async function benchEngine(engine: Engine, adminUrl: string | null, recoveryP50:
       DURATION_MS,
       proofs,
     );
-    const singleProofs = await proofPool(server, 400);
-    const { results: single } = await routes(engine, server, sessions, 1, SINGLE_MS, singleProofs);
     if (engine === "pglite") await server.stop(); // the bare server opens the same directory
     const bare = await bareQuery(engine, db, env, sessions);
     // Cold-started PGlite functions each get a copy, taken while no process has it open.
