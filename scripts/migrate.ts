@@ -7,13 +7,23 @@ import { migrate } from "../server/migrations.ts";
 
 const url = Deno.env.get("DATABASE_URL") || Deno.env.get("SUPABASE_DB_URL");
 if (!url) {
-  console.error("db:migrate needs DATABASE_URL (or SUPABASE_DB_URL) pointing at a Postgres server.");
+  console.error(
+    "db:migrate needs DATABASE_URL (or SUPABASE_DB_URL) pointing at a Postgres server.",
+  );
   Deno.exit(1);
 }
-const db = await openDatabase({ engine: "postgres", url, maxConnections: 1, prepare: true, queryTimeoutMs: 60_000 });
+const db = await openDatabase({
+  engine: "postgres",
+  url,
+  maxConnections: 1,
+  prepare: true,
+  queryTimeoutMs: 60_000,
+});
 try {
   const applied = await migrate(db);
-  console.log(applied.length === 0 ? "migrations: up to date" : `migrations: applied ${applied.join(", ")}`);
+  console.log(
+    applied.length === 0 ? "migrations: up to date" : `migrations: applied ${applied.join(", ")}`,
+  );
 } finally {
   await db.close();
 }

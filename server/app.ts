@@ -5,7 +5,7 @@
 import { createApiHandler, inProcessInvoker } from "../functions/api/handler.ts";
 import type { ServiceContext } from "../functions/_shared/context.ts";
 import { ServiceError } from "../functions/_shared/errors.ts";
-import { type Handler, serve } from "../functions/_shared/http.ts";
+import { errorResponse, type Handler, serve } from "../functions/_shared/http.ts";
 import { createUserSecretsHandler } from "../functions/user-secrets/handler.ts";
 import { createWalletProofHandler } from "../functions/wallet-proof/handler.ts";
 import { isStaticPath, serveStatic } from "./static.ts";
@@ -36,4 +36,32 @@ export function createLocalApp(context: ServiceContext): LocalApp {
     return notFound(request);
   };
   return { handler, functions };
+}
+
+/**
+ * The app as the edge serves it: `x-forwarded-for` is the socket's address, never a header the
+ * client sent. The request is rebuilt from its parts rather than with `new Request(request, …)`,
+ * which would tie the copy to `request.signal` (Deno warns about its legacy abort semantics).
+ */
+export function atEdge(handler: Handler): Deno.ServeHandler<Deno.NetAddr> {
+  return (request, info) => {
+    const headers = new Headers(request.headers);
+    headers.set("x-forwarded-for", info.remoteAddr.hostname);
+    // Methods are case-sensitive on the wire, but Request upper-cases the standard ones ("get").
+    const method = request.method.toUpperCase();
+    // A GET or HEAD may arrive with a body on the wire; a Request cannot carry one, and no route reads it.
+    const bodyless = method === "GET" || method === "HEAD";
+    let edgeRequest: Request;
+    try {
+      edgeRequest = new Request(request.url, {
+        method: request.method,
+        headers,
+        body: bodyless ? null : request.body,
+      });
+    } catch {
+      // The Fetch API refuses some methods outright (CONNECT, TRACE, TRACK); no route takes them.
+      return errorResponse(new ServiceError("method_not_allowed", "Method not allowed."));
+    }
+    return handler(edgeRequest);
+  };
 }

@@ -6,7 +6,7 @@ import { ConfigError, parseConfig } from "../functions/_shared/config.ts";
 import { createServiceContext } from "../functions/_shared/context.ts";
 import { openDatabase } from "../functions/_shared/db.ts";
 import { consoleLogger } from "../functions/_shared/log.ts";
-import { createLocalApp } from "./app.ts";
+import { atEdge, createLocalApp } from "./app.ts";
 import {
   DEFAULT_DEV_KEYS_PATH,
   loadOrCreateDevKeys,
@@ -50,12 +50,8 @@ async function main(): Promise<void> {
 
   const server = Deno.serve(
     { hostname: HOST, port: config.port, onListen: () => {} },
-    (request, info) => {
-      // This server is the edge: the client address is the socket's, never a header the client sent.
-      const headers = new Headers(request.headers);
-      headers.set("x-forwarded-for", info.remoteAddr.hostname);
-      return app.handler(new Request(request, { headers }));
-    },
+    // This server is the edge: the client address is the socket's.
+    atEdge(app.handler),
   );
 
   console.log(`wallet-vault listening on http://${HOST}:${config.port} (${config.appEnv})`);

@@ -10,6 +10,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { hexToString } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
 import type { Handler } from "../functions/_shared/http.ts";
+import { atEdge } from "../server/app.ts";
 import { bearer, newWallet, startTestApp, type TestApp } from "./support/app.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -70,9 +71,7 @@ async function serveApp(): Promise<Served> {
   const listen = () =>
     Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request, info) => {
       requests.push({ method: request.method, path: new URL(request.url).pathname });
-      const headers = new Headers(request.headers);
-      headers.set("x-forwarded-for", info.remoteAddr.hostname);
-      return handler(new Request(request, { headers }));
+      return atEdge(handler)(request, info);
     });
   const pageServer = listen();
   const otherServer = listen();

@@ -18,6 +18,7 @@ import { ERROR_STATUS } from "../functions/_shared/errors.ts";
 import { MAX_BODY_BYTES } from "../functions/_shared/http.ts";
 import { SECRET_TYPES } from "../functions/_shared/secret-types.ts";
 import { isStaticPath, STATIC_ASSETS } from "../server/static.ts";
+import { atEdge } from "../server/app.ts";
 import { bearer, newWallet, TEST_ORIGIN, type TestApp } from "./support/app.ts";
 import {
   awkwardNumber,
@@ -967,12 +968,7 @@ async function validFlowStillWorks(app: TestApp, f: Fixtures) {
 function serveOnLoopback(app: TestApp): { port: number; shutdown(): Promise<void> } {
   const server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    (request, info) => {
-      // As server/main.ts: the edge sets x-forwarded-for from the socket, never from the client.
-      const headers = new Headers(request.headers);
-      headers.set("x-forwarded-for", info.remoteAddr.hostname);
-      return app.app.handler(new Request(request, { headers }));
-    },
+    atEdge(app.app.handler),
   );
   return { port: server.addr.port, shutdown: () => server.shutdown() };
 }
@@ -1124,6 +1120,10 @@ function rawCase(rng: Rng, f: Fixtures, host: string): RawCase {
       `${
         rng.pick(["get", "post", "put", "delete"])
       } ${path} HTTP/1.1\r\nHost: ${host}\r\n${auth}${json}Content-Length: ${body.length}\r\n${close}\r\n${body}`,
+    ],
+    () => [
+      "method the Fetch API forbids",
+      `${rng.pick(["TRACE", "TRACK", "trace"])} ${path} HTTP/1.1\r\nHost: ${host}\r\n${close}\r\n`,
     ],
     () => [
       "Expect: 100-continue with an oversized body",

@@ -6,10 +6,11 @@
  */
 import assert from "node:assert/strict";
 import { createClient, FunctionsHttpError, type SupabaseClient } from "@supabase/supabase-js";
+import { atEdge } from "../server/app.ts";
 import { bearer, signIn, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 
-const ANON_KEY = "local-anon-key"; // the local server needs none; supabase-js requires one
+const ANON_KEY = "local-anon-key"; // supabase-js requires one; the service treats it as no session
 
 async function withSupabase(
   app: TestApp,
@@ -17,11 +18,7 @@ async function withSupabase(
 ): Promise<void> {
   await using server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen() {} },
-    (request, info) => {
-      const headers = new Headers(request.headers);
-      headers.set("x-forwarded-for", info.remoteAddr.hostname);
-      return app.app.handler(new Request(request, { headers }));
-    },
+    atEdge(app.app.handler),
   );
   const supabase = createClient(`http://127.0.0.1:${server.addr.port}`, ANON_KEY, {
     auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
@@ -89,6 +86,26 @@ describeWithDatabase("supabase-js against the local server", {
     });
   },
 
+  async "without a session, supabase-js's anon-key bearer gets the anonymous answer, not a 401"(
+    app,
+  ) {
+    await withSupabase(app, async (supabase) => {
+      const listed = await supabase.functions.invoke("user-secrets", { method: "GET" });
+      assert.equal(listed.error, null);
+      assert.deepEqual(listed.data.secrets, []);
+      assert.equal(listed.data.providers, undefined);
+
+      const saved = await supabase.functions.invoke("user-secrets", {
+        method: "PUT",
+        body: { secretType: "provider_b_key", value: `anon-${crypto.randomUUID()}` },
+      });
+      assert.ok(saved.error instanceof FunctionsHttpError);
+      const response = saved.error.context as Response;
+      assert.equal(response.status, 401);
+      assert.equal((await response.json()).error.code, "missing_token");
+    });
+  },
+
   async "the wallet-proof function is reachable the same way: a nonce for the creator's address"(
     app,
   ) {
@@ -103,4 +120,4 @@ describeWithDatabase("supabase-js against the local server", {
       assert.ok(data.message.includes(`\n${address}\n`));
     });
   },
-});
+}, { SUPABASE_ANON_KEY: ANON_KEY });

@@ -50,6 +50,11 @@ export function openPostgres(settings: PostgresSettings): Database {
       },
     });
 
+  // postgres.js's unsafe() prepares nothing by default, and an unprepared statement with parameters
+  // costs two round trips (Parse/Describe, wait, then Bind/Execute) and holds back the statements
+  // pipelined behind it. Ours are fixed texts, so each connection prepares each one once.
+  const statementOptions = { prepare: settings.prepare };
+
   let sql = connect();
   let closed = false;
   const retiring = new Set<Promise<void>>();
@@ -77,7 +82,11 @@ export function openPostgres(settings: PostgresSettings): Database {
       if (expired()) throw new DatabaseDeadlineError(timeoutMs);
       // execute() now, not at the first await: statements go out in the order they were asked
       // for, which pipelining (sending the next before the last is answered) relies on.
-      const rows = await runner.unsafe(text, params as postgres.ParameterOrJSON<never>[])
+      const rows = await runner.unsafe(
+        text,
+        params as postgres.ParameterOrJSON<never>[],
+        statementOptions,
+      )
         .execute();
       // A plain array, the same shape PGlite returns (postgres.js hands back an Array subclass).
       return Array.from(rows) as unknown as T[];
@@ -92,7 +101,11 @@ export function openPostgres(settings: PostgresSettings): Database {
     engine: "postgres",
     async query<T extends Row>(text: string, params: readonly unknown[] = []) {
       const pool = sql;
-      const pending = pool.unsafe(text, params as postgres.ParameterOrJSON<never>[]);
+      const pending = pool.unsafe(
+        text,
+        params as postgres.ParameterOrJSON<never>[],
+        statementOptions,
+      );
       try {
         const rows = await withDeadline(pending, timeoutMs, () => {
           // Still waiting for a connection: leave the queue, so an outage builds no backlog. (A

@@ -51,8 +51,18 @@ export function createUserSecretsHandler(context: ServiceContext): Handler {
     return { ...configurationStatus, secrets };
   }
 
-  async function requireSession(request: Request): Promise<VerifiedSession> {
+  /**
+   * The creator's session token, or null. supabase-js sends the project's public anon key as the
+   * bearer when the app passes no session of its own; that is a client without a session, not a
+   * forged one. (The anon key ships in every frontend, so plain equality leaks nothing.)
+   */
+  function sessionToken(request: Request): string | null {
     const token = bearerToken(request);
+    return token !== null && token === config.supabase.anonKey ? null : token;
+  }
+
+  async function requireSession(request: Request): Promise<VerifiedSession> {
+    const token = sessionToken(request);
     if (token === null) {
       throw new ServiceError("missing_token", "Send Authorization: Bearer <token>.");
     }
@@ -74,7 +84,7 @@ export function createUserSecretsHandler(context: ServiceContext): Handler {
   }
 
   async function list(request: Request): Promise<Response> {
-    const token = bearerToken(request);
+    const token = sessionToken(request);
     // No token: configuration only. A token that fails verification is a 401, never anonymous.
     if (token === null) return json(statusBody([]));
     const session = await sessions.verifyToken(token);
