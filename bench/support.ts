@@ -178,6 +178,8 @@ export async function startProcess(
     }
   })();
   const url = `http://127.0.0.1:${port}`;
+  let exited: Deno.CommandStatus | null = null;
+  child.status.then((status) => exited = status);
   const deadline = Date.now() + 60_000;
   for (;;) {
     try {
@@ -187,9 +189,11 @@ export async function startProcess(
     } catch {
       // not listening yet
     }
-    if (Date.now() > deadline) {
-      child.kill("SIGKILL");
-      throw new Error(`${script} did not start: ${stderr.join("").slice(-2000)}`);
+    if (exited !== null || Date.now() > deadline) {
+      if (exited === null) child.kill("SIGKILL");
+      await drain.catch(() => {});
+      const why = exited === null ? "no answer within 60 s" : `exited with ${exited.code}`;
+      throw new Error(`${script} did not start (${why}): ${stderr.join("").slice(-2000)}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

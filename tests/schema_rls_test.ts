@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { asCreator, type Database } from "../functions/_shared/db.ts";
-import { migrate } from "../server/migrations.ts";
+import { migrate, readMigrations } from "../server/migrations.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 
 async function createUser(db: Database, hex: string): Promise<string> {
@@ -185,6 +185,26 @@ describeWithDatabase("schema and row-level security", {
     }
   },
 
+  async "neither API role can call the sign-in or rate-limit functions"({ database: { db } }) {
+    const carol = await createUser(db, "5");
+    const calls = [
+      "select * from public.hit_rate_limit('proof:ip:127.0.0.1', 60)",
+      `select * from public.sign_in_with_nonce('AAAAAAAAAAAAAAAA', '0x${"3".repeat(40)}',
+         '\\x${"00".repeat(32)}'::bytea, 3600, 1000, 60)`,
+    ];
+    for (const sql of calls) {
+      for (const role of ["anon", "authenticated"] as const) {
+        const result = await attempt(db, role, sql, role === "authenticated" ? carol : undefined);
+        assert.equal(result.error, INSUFFICIENT_PRIVILEGE, `${role}: ${sql}`);
+      }
+    }
+    // The service's own connection can: an unknown nonce is reported, nothing is created.
+    const [outcome] = await db.query<{ outcome: string; session_id: string | null }>(
+      `select outcome, session_id from (${calls[1]}) as result`,
+    );
+    assert.deepEqual(outcome, { outcome: "nonce_unknown", session_id: null });
+  },
+
   async "row-level security is enabled and forced on every table"({ database: { db } }) {
     const tables = await db.query<{ relname: string; rls: boolean; forced: boolean }>(
       `select c.relname, c.relrowsecurity as rls, c.relforcerowsecurity as forced
@@ -247,6 +267,6 @@ describeWithDatabase("schema and row-level security", {
     const [{ count }] = await db.query<{ count: number }>(
       "select count(*)::int as count from supabase_migrations.schema_migrations",
     );
-    assert.equal(count, 1);
+    assert.equal(count, (await readMigrations()).length);
   },
 });

@@ -1,9 +1,12 @@
 /**
  * Fixed-window rate limits kept in Postgres, so every function instance counts against the same
- * window. One upsert per check.
+ * window. One upsert per check (`public.hit_rate_limit`, which sign-in also calls in SQL).
  */
 import type { Queryable } from "./db.ts";
 import { ServiceError } from "./errors.ts";
+
+/** Every limit counts per minute. */
+export const RATE_LIMIT_WINDOW_SECONDS = 60;
 
 export interface RateLimit {
   readonly bucket: string;
@@ -13,31 +16,29 @@ export interface RateLimit {
 
 export async function enforceRateLimit(
   db: Queryable,
-  { bucket, limit, windowSeconds = 60 }: RateLimit,
+  { bucket, limit, windowSeconds = RATE_LIMIT_WINDOW_SECONDS }: RateLimit,
 ) {
   const [row] = await db.query<{ hits: number; retry_after: number }>(
-    `insert into public.rate_limit_windows as w (bucket, window_start, hits)
-       values ($1, to_timestamp(floor(extract(epoch from now()) / $2) * $2), 1)
-     on conflict (bucket, window_start) do update set hits = w.hits + 1
-     returning w.hits,
-       ceil(extract(epoch from w.window_start) + $2 - extract(epoch from now()))::int as retry_after`,
+    "select hits, retry_after from public.hit_rate_limit($1, $2)",
     [bucket, windowSeconds],
   );
-  if (row.hits > limit) {
-    const retryAfter = Math.max(1, row.retry_after);
-    throw new ServiceError(
-      "rate_limited",
-      "Too many requests; slow down.",
-      { retryAfterSeconds: retryAfter },
-      { "retry-after": String(retryAfter) },
-    );
-  }
+  if (row.hits > limit) throw rateLimited(row.retry_after);
   // Old windows are swept now and then by whoever passes by, so no scheduler is needed.
   if (Math.random() < 0.01) {
     await db.query(
       "delete from public.rate_limit_windows where window_start < now() - interval '1 hour'",
     );
   }
+}
+
+export function rateLimited(retryAfterSeconds: number): ServiceError {
+  const retryAfter = Math.max(1, retryAfterSeconds);
+  return new ServiceError(
+    "rate_limited",
+    "Too many requests; slow down.",
+    { retryAfterSeconds: retryAfter },
+    { "retry-after": String(retryAfter) },
+  );
 }
 
 /** The caller's address as the edge saw it (Supabase's gateway and the local server both set it). */

@@ -7,13 +7,19 @@ import { z } from "zod";
 import type { ServiceContext } from "../_shared/context.ts";
 import { ServiceError } from "../_shared/errors.ts";
 import { bearerToken, type Handler, json, readJson, router } from "../_shared/http.ts";
-import { clientIp, enforceRateLimit } from "../_shared/rate-limit.ts";
+import {
+  clientIp,
+  enforceRateLimit,
+  RATE_LIMIT_WINDOW_SECONDS,
+  rateLimited,
+} from "../_shared/rate-limit.ts";
 import { hashRefreshToken, newRefreshToken } from "../_shared/refresh-tokens.ts";
 import {
   buildSiweMessage,
   checkSiweMessage,
   generateNonce,
   MAX_MESSAGE_LENGTH,
+  type SiweFields,
   toStatement,
   verifySignature,
 } from "../_shared/siwe.ts";
@@ -21,6 +27,17 @@ import {
 export const FUNCTION_NAME = "wallet-proof";
 
 const CLOCK_SKEW_MS = 60_000;
+
+/** What public.sign_in_with_nonce answers. */
+type SignInResult =
+  | { outcome: "signed_in"; session_id: string; user_id: string; retry_after: null }
+  | { outcome: "rate_limited"; session_id: null; user_id: null; retry_after: number }
+  | {
+    outcome: "nonce_unknown" | "nonce_used" | "nonce_expired";
+    session_id: null;
+    user_id: null;
+    retry_after: null;
+  };
 
 const nonceRequest = z.strictObject({
   address: z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte hex address")
@@ -113,75 +130,56 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
   async function exchangeProof(request: Request): Promise<Response> {
     const origins = requireOrigins();
     const body = parseBody(proofRequest, await readJson(request));
-    await enforceRateLimit(db, {
+    // The client's attempt is counted while the message and signature are checked (CPU work),
+    // not before it; a 429 still wins over whatever the checks find.
+    const ipLimit = enforceRateLimit(db, {
       bucket: `proof:ip:${clientIp(request)}`,
       limit: config.rateLimits.proofPerIpPerMinute,
     });
-    const fields = checkSiweMessage(body.message, {
-      origins,
-      chainIds: config.allowedChainIds,
-      now: new Date(),
-      clockSkewMs: CLOCK_SKEW_MS,
-    });
-    await verifySignature(body.message, body.signature, fields.address);
-    // Counted only once the signature is the wallet's own: counted before, anyone could spend a
-    // wallet's budget with unsigned attempts and lock its owner out of signing in.
-    const walletAddress = fields.address.toLowerCase();
-    await enforceRateLimit(db, {
-      bucket: `proof:address:${walletAddress}`,
-      limit: config.rateLimits.proofPerAddressPerMinute,
-    });
+    ipLimit.catch(() => {}); // awaited below; this only marks the rejection as handled meanwhile
+    let fields: SiweFields;
+    try {
+      fields = checkSiweMessage(body.message, {
+        origins,
+        chainIds: config.allowedChainIds,
+        now: new Date(),
+        clockSkewMs: CLOCK_SKEW_MS,
+      });
+      await verifySignature(body.message, body.signature, fields.address);
+    } finally {
+      await ipLimit;
+    }
 
+    // The rest is one database call (public.sign_in_with_nonce): the wallet's own rate limit,
+    // counted only now that the signature is the wallet's (counted before, anyone could spend its
+    // budget with unsigned attempts and lock its owner out); the nonce consumed by a conditional
+    // update, so two concurrent proofs with one nonce get exactly one session; the wallet's user
+    // created or reused; the session and its first refresh token stored.
+    const walletAddress = fields.address.toLowerCase();
     const refreshToken = newRefreshToken();
-    // One statement, so it is atomic without a transaction: the nonce is consumed by a conditional
-    // update (two concurrent proofs with one nonce: exactly one gets a row back), then the wallet's
-    // user is created or reused, then the session and its first refresh token are stored.
-    const [session] = await db.query<{ session_id: string; user_id: string }>(
-      `with consumed as (
-         update public.auth_nonces set used_at = now()
-          where nonce = $1 and used_at is null and expires_at > now()
-          returning nonce
-       ), signed_in as (
-         insert into public.wallet_users (wallet_address)
-           select $2 from consumed
-         on conflict (wallet_address) do update set last_sign_in_at = now()
-         returning id
-       ), session as (
-         insert into public.auth_sessions (user_id, expires_at)
-           select id, now() + make_interval(secs => $3) from signed_in
-         returning id, user_id
-       ), refresh as (
-         insert into public.auth_refresh_tokens (token_hash, session_id)
-           select $4, id from session
-         returning session_id
-       )
-       select session.id as session_id, session.user_id from session join refresh on true`,
+    const [result] = await db.query<SignInResult>(
+      "select outcome, session_id, user_id, retry_after from public.sign_in_with_nonce($1, $2, $3, $4, $5, $6)",
       [
         fields.nonce,
         walletAddress,
-        config.refreshTokenTtlSeconds,
         await hashRefreshToken(refreshToken),
+        config.refreshTokenTtlSeconds,
+        config.rateLimits.proofPerAddressPerMinute,
+        RATE_LIMIT_WINDOW_SECONDS,
       ],
     );
-    if (session === undefined) throw await nonceFailure(fields.nonce);
-    await db.query("update public.auth_nonces set used_by = $2 where nonce = $1", [
-      fields.nonce,
-      session.user_id,
-    ]);
-    return sessionResponse(session.user_id, session.session_id, walletAddress, refreshToken);
-  }
-
-  /** Why a nonce could not be consumed, for a precise error. */
-  async function nonceFailure(nonce: string): Promise<ServiceError> {
-    const [row] = await db.query<{ used: boolean; expired: boolean }>(
-      "select used_at is not null as used, expires_at <= now() as expired from public.auth_nonces where nonce = $1",
-      [nonce],
-    );
-    if (row === undefined) {
-      return new ServiceError("nonce_unknown", "This nonce was not issued here.");
+    switch (result.outcome) {
+      case "signed_in":
+        return sessionResponse(result.user_id, result.session_id, walletAddress, refreshToken);
+      case "rate_limited":
+        throw rateLimited(result.retry_after);
+      case "nonce_unknown":
+        throw new ServiceError("nonce_unknown", "This nonce was not issued here.");
+      case "nonce_used":
+        throw new ServiceError("nonce_used", "This nonce has already been used.");
+      case "nonce_expired":
+        throw new ServiceError("nonce_expired", "This nonce has expired; request a new one.");
     }
-    if (row.used) return new ServiceError("nonce_used", "This nonce has already been used.");
-    return new ServiceError("nonce_expired", "This nonce has expired; request a new one.");
   }
 
   async function refresh(request: Request): Promise<Response> {
