@@ -2,6 +2,7 @@
  * The wallet-proof function: server nonces, the EIP-4361/EIP-191 proof exchanged for a session,
  * refresh with rotation and reuse detection, and sign-out.
  */
+import { setImmediate } from "node:timers";
 import { getAddress } from "viem";
 import { z } from "zod";
 import type { ServiceContext } from "../_shared/context.ts";
@@ -137,6 +138,9 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
       limit: config.rateLimits.proofPerIpPerMinute,
     });
     ipLimit.catch(() => {}); // awaited below; this only marks the rejection as handled meanwhile
+    // Two event-loop turns put the query on the wire before the CPU-bound checks hold the thread:
+    // postgres.js queues its write in a setImmediate one microtask after the query is made.
+    for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
     let fields: SiweFields;
     try {
       fields = checkSiweMessage(body.message, {
