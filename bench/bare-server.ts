@@ -1,10 +1,12 @@
 /**
- * The floor for the secrets routes: a bare Deno.serve handler on 127.0.0.1 doing the one indexed
- * query GET /api/secrets needs (the creator's rows by primary key), through the same driver with
- * the same settings (parseConfig of the same environment) — no proxy, token, transaction or RLS.
+ * The floors for the routes: a bare Deno.serve handler on 127.0.0.1 doing the one indexed query
+ * each route needs, through the same driver with the same settings (parseConfig of the same
+ * environment) — no proxy, token, transaction, RLS, encryption or audit call.
  *
- *   GET /ready            200
- *   GET /?user=<uuid>     the creator's masked rows as JSON
+ *   GET  /ready                      200
+ *   GET  /?user=<uuid>               read: the creator's masked rows (what GET /api/secrets reads)
+ *   POST /reveal?user=<uuid>         read: the creator's ciphertexts (what reveal reads)
+ *   PUT  /?user=<uuid>&type=<type>   write: one upsert of a ciphertext row (what PUT writes)
  */
 import { parseConfig } from "../functions/_shared/config.ts";
 import { openDatabase } from "../functions/_shared/db.ts";
@@ -13,23 +15,61 @@ import { SECRET_TYPES } from "../functions/_shared/secret-types.ts";
 const config = parseConfig(Deno.env.toObject());
 const db = await openDatabase(config.database);
 
+async function list(user: string | null): Promise<Response> {
+  const rows = await db.query<{ secret_type: string; updated_at: Date; hint: string | null }>(
+    `select secret_type, updated_at, hint from public.user_secrets
+      where user_id = $1 order by array_position($2::text[], secret_type)`,
+    [user, SECRET_TYPES],
+  );
+  return Response.json({
+    secrets: rows.map((row) => ({
+      secretType: row.secret_type,
+      updatedAt: row.updated_at.toISOString(),
+      hint: row.hint,
+    })),
+  });
+}
+
+async function ciphertexts(user: string | null): Promise<Response> {
+  const rows = await db.query<{ secret_type: string; ciphertext: Uint8Array; key_id: string }>(
+    "select secret_type, ciphertext, iv, key_id from public.user_secrets where user_id = $1",
+    [user],
+  );
+  return Response.json({
+    secrets: rows.map((row) => ({ secretType: row.secret_type, bytes: row.ciphertext.length })),
+  });
+}
+
+async function upsert(user: string | null, type: string | null): Promise<Response> {
+  const [row] = await db.query<{ updated_at: Date; created: boolean }>(
+    `insert into public.user_secrets (user_id, secret_type, ciphertext, iv, key_id)
+       values ($1, $2, $3, $4, 'k1')
+     on conflict (user_id, secret_type) do update
+       set ciphertext = excluded.ciphertext, iv = excluded.iv, updated_at = now()
+     returning updated_at, xmax = 0 as created`,
+    [
+      user,
+      type,
+      crypto.getRandomValues(new Uint8Array(48)),
+      crypto.getRandomValues(new Uint8Array(12)),
+    ],
+  );
+  return Response.json({
+    secretType: type,
+    updatedAt: row.updated_at.toISOString(),
+    created: row.created,
+  });
+}
+
 const server = Deno.serve(
   { hostname: "127.0.0.1", port: config.port, onListen: () => {} },
-  async (request) => {
+  (request) => {
     const url = new URL(request.url);
+    const user = url.searchParams.get("user");
     if (url.pathname === "/ready") return new Response("ok");
-    const rows = await db.query<{ secret_type: string; updated_at: Date; hint: string | null }>(
-      `select secret_type, updated_at, hint from public.user_secrets
-        where user_id = $1 order by array_position($2::text[], secret_type)`,
-      [url.searchParams.get("user"), SECRET_TYPES],
-    );
-    return Response.json({
-      secrets: rows.map((row) => ({
-        secretType: row.secret_type,
-        updatedAt: row.updated_at.toISOString(),
-        hint: row.hint,
-      })),
-    });
+    if (url.pathname === "/reveal") return ciphertexts(user);
+    if (request.method === "PUT") return upsert(user, url.searchParams.get("type"));
+    return list(user);
   },
 );
 

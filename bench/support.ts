@@ -178,8 +178,8 @@ export async function startProcess(
     }
   })();
   const url = `http://127.0.0.1:${port}`;
-  let exited: Deno.CommandStatus | null = null;
-  child.status.then((status) => exited = status);
+  const exit: { status?: Deno.CommandStatus } = {};
+  child.status.then((status) => exit.status = status);
   const deadline = Date.now() + 60_000;
   for (;;) {
     try {
@@ -189,10 +189,12 @@ export async function startProcess(
     } catch {
       // not listening yet
     }
-    if (exited !== null || Date.now() > deadline) {
-      if (exited === null) child.kill("SIGKILL");
+    if (exit.status !== undefined || Date.now() > deadline) {
+      if (exit.status === undefined) child.kill("SIGKILL");
       await drain.catch(() => {});
-      const why = exited === null ? "no answer within 60 s" : `exited with ${exited.code}`;
+      const why = exit.status === undefined
+        ? "no answer within 60 s"
+        : `exited with ${exit.status.code}`;
       throw new Error(`${script} did not start (${why}): ${stderr.join("").slice(-2000)}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 50));

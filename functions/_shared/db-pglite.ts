@@ -1,6 +1,6 @@
 import { PGlite } from "@electric-sql/pglite";
 import { pgcrypto } from "@electric-sql/pglite/contrib/pgcrypto";
-import type { Database, DatabaseSettings, Queryable, Row } from "./db.ts";
+import type { Database, DatabaseSettings, Queryable, Row, Statement } from "./db.ts";
 
 type PgliteSettings = Extract<DatabaseSettings, { engine: "pglite" }>;
 
@@ -23,6 +23,29 @@ export async function openPglite(settings: PgliteSettings): Promise<Database> {
     engine: "pglite",
     ...on(pg),
     transaction: (work) => pg.transaction((tx) => work(on(tx))),
+    async batch(statements: readonly Statement[]) {
+      // In-process, so nothing to pipeline: the statements run one after another.
+      const outcomes: PromiseSettledResult<Row[]>[] = [];
+      const rolledBack = new Error("a statement failed");
+      try {
+        await pg.transaction(async (tx) => {
+          for (const { text, params = [] } of statements) {
+            try {
+              outcomes.push({
+                status: "fulfilled",
+                value: (await tx.query<Row>(text, [...params])).rows,
+              });
+            } catch (reason) {
+              outcomes.push({ status: "rejected", reason });
+            }
+          }
+          if (outcomes.some((outcome) => outcome.status === "rejected")) throw rolledBack;
+        });
+      } catch (error) {
+        if (error !== rolledBack) throw error;
+      }
+      return outcomes;
+    },
     async close() {
       await pg.close();
     },

@@ -1,5 +1,5 @@
 import postgres from "postgres";
-import type { Database, DatabaseSettings, Queryable, Row } from "./db.ts";
+import type { Database, DatabaseSettings, Queryable, Row, Statement } from "./db.ts";
 
 type PostgresSettings = Extract<DatabaseSettings, { engine: "postgres" }>;
 
@@ -149,6 +149,53 @@ export function openPostgres(settings: PostgresSettings): Database {
             });
           }
           throw error;
+        } finally {
+          if (!gone) reserved.release();
+        }
+      };
+      try {
+        return await withDeadline(run(), timeoutMs, () => expired = true);
+      } catch (error) {
+        onLost(error, pool);
+        throw error;
+      }
+    },
+    async batch(statements: readonly Statement[]) {
+      const pool = sql;
+      let expired = false;
+      const run = async () => {
+        const reserved = await pool.reserve();
+        let gone = false;
+        try {
+          if (expired) throw new DatabaseDeadlineError(timeoutMs);
+          // All executed now, so they leave in one write. A failed statement aborts the
+          // transaction: the ones behind it fail, and the COMMIT rolls back.
+          const begin = reserved.unsafe("begin").execute();
+          const pending = statements.map(({ text, params = [] }) =>
+            reserved.unsafe(text, params as postgres.ParameterOrJSON<never>[], statementOptions)
+              .execute()
+          );
+          const commit = reserved.unsafe("commit").execute();
+          const [began, ...outcomes] = await Promise.allSettled([begin, ...pending]);
+          const committed = await commit.then(() => null, (error: unknown) => ({ error }));
+          for (const outcome of [began, ...outcomes]) {
+            if (outcome.status === "rejected" && connectionLost(outcome.reason, true)) {
+              gone = true;
+              throw outcome.reason;
+            }
+          }
+          if (committed !== null) {
+            gone = connectionLost(committed.error, true);
+            throw committed.error;
+          }
+          // Without BEGIN the statements would have run on their own; that cannot be reported
+          // as a batch.
+          if (began.status === "rejected") throw began.reason;
+          return outcomes.map((outcome): PromiseSettledResult<Row[]> =>
+            outcome.status === "fulfilled"
+              ? { status: "fulfilled", value: Array.from(outcome.value) as Row[] }
+              : outcome
+          );
         } finally {
           if (!gone) reserved.release();
         }

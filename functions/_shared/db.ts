@@ -11,10 +11,23 @@ export interface Queryable {
   execScript(script: string): Promise<void>;
 }
 
+export interface Statement {
+  readonly text: string;
+  readonly params?: readonly unknown[];
+}
+
 export interface Database extends Queryable {
   readonly engine: "postgres" | "pglite";
   /** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Runs statements known upfront in one transaction. On a server, BEGIN, the statements and
+   * COMMIT go out in one write: one round trip, where `transaction` needs a second for its COMMIT.
+   * Each statement's outcome is reported, in order; when any failed, nothing was committed (the
+   * ones after it fail too, as the transaction was aborted). Rejects when the whole batch could not
+   * run (the database is unavailable, or COMMIT failed).
+   */
+  batch(statements: readonly Statement[]): Promise<PromiseSettledResult<Row[]>[]>;
   close(): Promise<void>;
 }
 

@@ -5,7 +5,7 @@
  * session is still live, so sign-out and revocation take effect at once.
  */
 import { errors as joseErrors, jwtVerify, SignJWT } from "jose";
-import type { CreatorClaims, Database, Queryable } from "./db.ts";
+import type { CreatorClaims, Database, Queryable, Row } from "./db.ts";
 import { ServiceError } from "./errors.ts";
 
 export const TOKEN_ISSUER = "wallet-proof";
@@ -146,11 +146,28 @@ const sessionEnded = () =>
   new ServiceError("session_revoked", "This session has ended; sign in again.");
 
 /**
+ * Sets the creator's claims and role for the rest of the transaction, in the same statement that
+ * checks the session is still live. A session that has ended gets the `anon` role instead, which
+ * can touch nothing, so whatever runs next fails before it reads or writes.
+ */
+const AS_LIVE_SESSION = `select set_config('request.jwt.claims', $1, true),
+        set_config('role', case when live then 'authenticated' else 'anon' end, true),
+        live
+   from (select exists(select 1 from public.auth_sessions
+          where id = $2 and user_id = $3 and revoked_at is null and expires_at > now())
+         as live) as session`;
+
+const asLiveSessionParams = (session: VerifiedSession) => [
+  JSON.stringify(session.claims),
+  session.sessionId,
+  session.userId,
+];
+
+/**
  * Runs `work` as the session's creator, like asCreator, and checks in the same statement that sets
  * the creator's role that the session is still live: one round trip less than verify() followed
- * by asCreator, and the check and the work see one snapshot. A session that has ended gets the
- * `anon` role instead, which can touch nothing, so the work fails before it reads or writes, and
- * the caller gets session_revoked.
+ * by asCreator, and the check and the work see one snapshot. The caller of an ended session gets
+ * session_revoked.
  */
 export function asLiveSession<T>(
   db: Database,
@@ -158,15 +175,7 @@ export function asLiveSession<T>(
   work: (tx: Queryable) => Promise<T>,
 ): Promise<T> {
   return db.transaction(async (tx) => {
-    const check = tx.query<{ live: boolean }>(
-      `select set_config('request.jwt.claims', $1, true),
-              set_config('role', case when live then 'authenticated' else 'anon' end, true),
-              live
-         from (select exists(select 1 from public.auth_sessions
-                where id = $2 and user_id = $3 and revoked_at is null and expires_at > now())
-               as live) as session`,
-      [JSON.stringify(session.claims), session.sessionId, session.userId],
-    );
+    const check = tx.query<{ live: boolean }>(AS_LIVE_SESSION, asLiveSessionParams(session));
     // Sent right behind the check on the same connection (pipelined), not after its answer.
     const outcome = work(tx).then(
       (value) => ({ ok: true as const, value }),
@@ -178,4 +187,25 @@ export function asLiveSession<T>(
     if (!result.ok) throw result.error;
     return result.value;
   });
+}
+
+/**
+ * One statement as the session's creator, like asLiveSession, for work that is a single statement
+ * known upfront: the check, the statement and the COMMIT go out together (Database.batch), so the
+ * whole request costs one round trip.
+ */
+export async function queryAsLiveSession<T extends Row>(
+  db: Database,
+  session: VerifiedSession,
+  text: string,
+  params: readonly unknown[],
+): Promise<T[]> {
+  const [check, statement] = await db.batch([
+    { text: AS_LIVE_SESSION, params: asLiveSessionParams(session) },
+    { text, params },
+  ]);
+  if (check.status === "rejected") throw check.reason;
+  if (!(check.value[0] as { live: boolean }).live) throw sessionEnded();
+  if (statement.status === "rejected") throw statement.reason;
+  return statement.value as T[];
 }

@@ -1,16 +1,19 @@
 /**
  * The user-secrets function: the creator's vault. Masked metadata only in reads; plaintext leaves
  * only through /reveal, to a caller holding both the creator's session and the server's token.
- * Every query for a creator runs through asLiveSession (asCreator plus the session's liveness), so
- * row-level security, not only these queries' own filters, decides which rows are reachable.
+ * Every query for a creator runs through asLiveSession or queryAsLiveSession (asCreator plus the
+ * session's liveness), so row-level security, not only these queries' own filters, decides which rows are reachable.
  */
 import type { ServiceContext } from "../_shared/context.ts";
-import type { Queryable } from "../_shared/db.ts";
 import { ServiceError } from "../_shared/errors.ts";
 import { bearerToken, type Handler, json, readJson, router } from "../_shared/http.ts";
 import { providerReadiness } from "../_shared/provider-routing.ts";
 import { SECRET_TYPES, type SecretType } from "../_shared/secret-types.ts";
-import { asLiveSession, type VerifiedSession } from "../_shared/session-tokens.ts";
+import {
+  asLiveSession,
+  queryAsLiveSession,
+  type VerifiedSession,
+} from "../_shared/session-tokens.ts";
 import { hintFor, parseDeleteRequest, parsePutRequest, parseRevealRequest } from "./requests.ts";
 import { createRevealTokenCheck } from "./reveal-token.ts";
 
@@ -66,15 +69,19 @@ export function createUserSecretsHandler(context: ServiceContext): Handler {
     if (token === null) {
       throw new ServiceError("missing_token", "Send Authorization: Bearer <token>.");
     }
-    // The session's liveness is checked in the request's own transaction (asLiveSession).
+    // The session's liveness is checked in the request's own transaction (queryAsLiveSession).
     return await sessions.verifyToken(token);
   }
 
-  async function listMasked(tx: Queryable, userId: string): Promise<MaskedSecret[]> {
-    const rows = await tx.query<{ secret_type: SecretType; updated_at: Date; hint: string | null }>(
+  async function listMasked(session: VerifiedSession): Promise<MaskedSecret[]> {
+    const rows = await queryAsLiveSession<
+      { secret_type: SecretType; updated_at: Date; hint: string | null }
+    >(
+      db,
+      session,
       `select secret_type, updated_at, hint from public.user_secrets
         where user_id = $1 order by array_position($2::text[], secret_type)`,
-      [userId, SECRET_TYPES],
+      [session.userId, SECRET_TYPES],
     );
     return rows.map((row) => ({
       secretType: row.secret_type,
@@ -88,7 +95,7 @@ export function createUserSecretsHandler(context: ServiceContext): Handler {
     // No token: configuration only. A token that fails verification is a 401, never anonymous.
     if (token === null) return json(statusBody([]));
     const session = await sessions.verifyToken(token);
-    const secrets = await asLiveSession(db, session, (tx) => listMasked(tx, session.userId));
+    const secrets = await listMasked(session);
     // Readiness is derived from the stored types' names alone, so the settings page can say what
     // is incomplete; the spec's fields stay as they are.
     const providers = providerReadiness(secrets.map((secret) => secret.secretType));
@@ -100,22 +107,19 @@ export function createUserSecretsHandler(context: ServiceContext): Handler {
     const { secretType, value } = parsePutRequest(await readJson(request));
     // Encrypted here, before anything is written: the database only ever sees ciphertext.
     const sealed = await keyring.encrypt(value, { userId: session.userId, secretType });
-    const [row] = await asLiveSession(
+    const [row] = await queryAsLiveSession<{ updated_at: Date; created: boolean }>(
       db,
       session,
-      (tx) =>
-        tx.query<{ updated_at: Date; created: boolean }>(
-          // updated_at always moves forward on a replace, even if the clock stepped back, so the
-          // audit trigger tells a creator's put from a key rotation (which keeps updated_at).
-          `insert into public.user_secrets as s (user_id, secret_type, ciphertext, iv, key_id, hint)
-           values ($1, $2, $3, $4, $5, $6)
-         on conflict (user_id, secret_type) do update
-           set ciphertext = excluded.ciphertext, iv = excluded.iv, key_id = excluded.key_id,
-               hint = excluded.hint,
-               updated_at = greatest(now(), s.updated_at + interval '1 microsecond')
-         returning updated_at, (xmax = 0) as created`,
-          [session.userId, secretType, sealed.ciphertext, sealed.iv, sealed.keyId, hintFor(value)],
-        ),
+      // updated_at always moves forward on a replace, even if the clock stepped back, so the
+      // audit trigger tells a creator's put from a key rotation (which keeps updated_at).
+      `insert into public.user_secrets as s (user_id, secret_type, ciphertext, iv, key_id, hint)
+         values ($1, $2, $3, $4, $5, $6)
+       on conflict (user_id, secret_type) do update
+         set ciphertext = excluded.ciphertext, iv = excluded.iv, key_id = excluded.key_id,
+             hint = excluded.hint,
+             updated_at = greatest(now(), s.updated_at + interval '1 microsecond')
+       returning updated_at, (xmax = 0) as created`,
+      [session.userId, secretType, sealed.ciphertext, sealed.iv, sealed.keyId, hintFor(value)],
     );
     return json({ secretType, updatedAt: row.updated_at.toISOString(), created: row.created });
   }
@@ -123,11 +127,12 @@ export function createUserSecretsHandler(context: ServiceContext): Handler {
   async function remove(request: Request): Promise<Response> {
     const session = await requireSession(request);
     const { secretType } = parseDeleteRequest(await readJson(request));
-    const deleted = await asLiveSession(db, session, (tx) =>
-      tx.query(
-        "delete from public.user_secrets where user_id = $1 and secret_type = $2 returning 1",
-        [session.userId, secretType],
-      ));
+    const deleted = await queryAsLiveSession(
+      db,
+      session,
+      "delete from public.user_secrets where user_id = $1 and secret_type = $2 returning 1",
+      [session.userId, secretType],
+    );
     if (deleted.length === 0) {
       throw new ServiceError("secret_not_found", `No ${secretType} is stored for this creator.`, {
         secretType,
