@@ -29,7 +29,7 @@ export interface SessionTokens {
   verify(token: string): Promise<VerifiedSession>;
   /**
    * The token only (signature, algorithm, expiry, audience, claims), for a caller that checks the
-   * session in its own transaction with `asLiveSession`, saving a round trip.
+   * session in its own transaction with `queryAsLiveSession`, saving a round trip.
    */
   verifyToken(token: string): Promise<VerifiedSession>;
 }
@@ -164,35 +164,10 @@ const asLiveSessionParams = (session: VerifiedSession) => [
 ];
 
 /**
- * Runs `work` as the session's creator, like asCreator, and checks in the same statement that sets
- * the creator's role that the session is still live: one round trip less than verify() followed
- * by asCreator, and the check and the work see one snapshot. The caller of an ended session gets
- * session_revoked.
- */
-export function asLiveSession<T>(
-  db: Database,
-  session: VerifiedSession,
-  work: (tx: Queryable) => Promise<T>,
-): Promise<T> {
-  return db.transaction(async (tx) => {
-    const check = tx.query<{ live: boolean }>(AS_LIVE_SESSION, asLiveSessionParams(session));
-    // Sent right behind the check on the same connection (pipelined), not after its answer.
-    const outcome = work(tx).then(
-      (value) => ({ ok: true as const, value }),
-      (error: unknown) => ({ ok: false as const, error }),
-    );
-    const [{ live }] = await check;
-    const result = await outcome;
-    if (!live) throw sessionEnded();
-    if (!result.ok) throw result.error;
-    return result.value;
-  });
-}
-
-/**
- * One statement as the session's creator, like asLiveSession, for work that is a single statement
- * known upfront: the check, the statement and the COMMIT go out together (Database.batch), so the
- * whole request costs one round trip.
+ * Runs one statement as the session's creator, like asCreator, and checks in the same transaction,
+ * in the statement that sets the creator's role, that the session is still live: the check and the
+ * statement see one snapshot, and an ended session gets session_revoked. BEGIN, the check, the
+ * statement and COMMIT go out together (Database.batch): one round trip for the whole request.
  */
 export async function queryAsLiveSession<T extends Row>(
   db: Database,

@@ -1,19 +1,15 @@
 /**
  * The user-secrets function: the creator's vault. Masked metadata only in reads; plaintext leaves
  * only through /reveal, to a caller holding both the creator's session and the server's token.
- * Every query for a creator runs through asLiveSession or queryAsLiveSession (asCreator plus the
- * session's liveness), so row-level security, not only these queries' own filters, decides which rows are reachable.
+ * Every query for a creator runs through queryAsLiveSession (the creator's role and claims plus
+ * the session's liveness), so row-level security, not only these queries' own filters, decides which rows are reachable.
  */
 import type { ServiceContext } from "../_shared/context.ts";
 import { ServiceError } from "../_shared/errors.ts";
 import { bearerToken, type Handler, json, readJson, router } from "../_shared/http.ts";
 import { providerReadiness } from "../_shared/provider-routing.ts";
 import { SECRET_TYPES, type SecretType } from "../_shared/secret-types.ts";
-import {
-  asLiveSession,
-  queryAsLiveSession,
-  type VerifiedSession,
-} from "../_shared/session-tokens.ts";
+import { queryAsLiveSession, type VerifiedSession } from "../_shared/session-tokens.ts";
 import { hintFor, parseDeleteRequest, parsePutRequest, parseRevealRequest } from "./requests.ts";
 import { createRevealTokenCheck } from "./reveal-token.ts";
 
@@ -146,22 +142,22 @@ export function createUserSecretsHandler(context: ServiceContext): Handler {
     await checkRevealToken(request);
     const session = await requireSession(request);
     const secretTypes = parseRevealRequest(await readJson(request));
-    const secrets = await asLiveSession(db, session, async (tx) => {
-      const rows = await tx.query<StoredRow>(
-        `select secret_type, ciphertext, iv, key_id, updated_at from public.user_secrets
-          where user_id = $1 and secret_type = any($2::text[])
-          order by array_position($3::text[], secret_type)`,
-        [session.userId, secretTypes, SECRET_TYPES],
-      );
-      const revealed = await decryptAll(rows, session.userId);
-      // Same transaction: a reveal is recorded exactly when its values are released.
-      if (revealed.length > 0) {
-        await tx.query("select public.record_secret_reveal($1::text[])", [
-          revealed.map((secret) => secret.secretType),
-        ]);
-      }
-      return revealed;
-    });
+    const rows = await queryAsLiveSession<StoredRow>(
+      db,
+      session,
+      `select secret_type, ciphertext, iv, key_id, updated_at from public.user_secrets
+        where user_id = $1 and secret_type = any($2::text[])
+        order by array_position($3::text[], secret_type)`,
+      [session.userId, secretTypes, SECRET_TYPES],
+    );
+    const secrets = await decryptAll(rows, session.userId);
+    // Recorded before anything is released: no value leaves without its audit event, and a failed
+    // audit, or a session that ended meanwhile, releases nothing.
+    if (secrets.length > 0) {
+      await queryAsLiveSession(db, session, "select public.record_secret_reveal($1::text[])", [
+        secrets.map((secret) => secret.secretType),
+      ]);
+    }
     return json({ secrets });
   }
 
