@@ -1,0 +1,146 @@
+/**
+ * `deno task vault:rotate` as an operator runs it: a separate process, configured only by its
+ * environment, against a database that holds rows under an older key. It rotates them in batches,
+ * reports the counts and exits 0; afterwards every value opens under the new key alone.
+ */
+import assert from "node:assert/strict";
+import { type Database, openDatabase } from "../functions/_shared/db.ts";
+import type { EncryptionKeySpec } from "../functions/_shared/config.ts";
+import { importKeyring } from "../functions/_shared/vault-crypto.ts";
+import { migrate } from "../server/migrations.ts";
+import { type Engine, openTestDatabase, testEngines } from "./support/database.ts";
+
+const SCRIPT = new URL("../scripts/rotate-keys.ts", import.meta.url).pathname;
+const TYPES = ["provider_a_api_key", "provider_b_key", "provider_e_key"] as const;
+
+const newKey = (id: string): EncryptionKeySpec => ({
+  id,
+  key: crypto.getRandomValues(new Uint8Array(32)),
+});
+const keyringVar = (keys: readonly EncryptionKeySpec[]) =>
+  keys.map((k) => `${k.id}:${btoa(String.fromCharCode(...k.key))}`).join(",");
+
+/** A database the command can open from its own process, and what to tell it to find it. */
+interface CommandDatabase {
+  readonly db: Database;
+  readonly env: Record<string, string>;
+  /** Lets the command's process open the database (PGlite: closes this process's handle). */
+  release(): Promise<void>;
+  reopen(): Promise<Database>;
+  close(): Promise<void>;
+}
+
+async function commandDatabase(engine: Engine): Promise<CommandDatabase> {
+  if (engine === "postgres") {
+    const test = await openTestDatabase("postgres");
+    return {
+      db: test.db,
+      env: { DATABASE_URL: test.url! },
+      release: () => Promise.resolve(),
+      reopen: () => Promise.resolve(test.db),
+      close: () => test.close(),
+    };
+  }
+  // PGlite is single-process: the command gets a directory no one else has open.
+  const dataDir = await Deno.makeTempDir({ prefix: "wallet-vault-rotate-" });
+  const open = () => openDatabase({ engine: "pglite", dataDir });
+  let db: Database = await open();
+  await migrate(db);
+  return {
+    db,
+    env: { PGLITE_DATA_DIR: dataDir },
+    release: () => db.close(),
+    async reopen() {
+      return db = await open();
+    },
+    async close() {
+      await db.close().catch(() => {});
+      await Deno.remove(dataDir, { recursive: true });
+    },
+  };
+}
+
+for (const engine of testEngines()) {
+  Deno.test({
+    name: `deno task vault:rotate rotates every row under an older key [${engine}]`,
+    sanitizeOps: false,
+    sanitizeResources: false,
+    async fn() {
+      const database = await commandDatabase(engine);
+      try {
+        const k1 = newKey("k1");
+        const k2 = newKey("k2");
+        const old = await importKeyring([k1]);
+        const values = new Map<string, string>();
+        for (let creator = 0; creator < 2; creator++) {
+          const [{ id }] = await database.db.query<{ id: string }>(
+            "insert into public.wallet_users (wallet_address) values ($1) returning id",
+            [`0x${String(creator + 1).repeat(40)}`],
+          );
+          for (const secretType of TYPES) {
+            const value = `sk-${secretType}-${crypto.randomUUID()}`;
+            const sealed = await old.encrypt(value, { userId: id, secretType });
+            await database.db.query(
+              `insert into public.user_secrets (user_id, secret_type, ciphertext, iv, key_id)
+               values ($1, $2, $3, $4, $5)`,
+              [id, secretType, sealed.ciphertext, sealed.iv, sealed.keyId],
+            );
+            values.set(`${id}/${secretType}`, value);
+          }
+        }
+        await database.release();
+
+        const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+          args: ["run", "-A", SCRIPT, "--batch-size=4"],
+          env: {
+            APP_ENV: "development",
+            ENCRYPTION_KEYS: keyringVar([k2, k1]),
+            SERVER_REVEAL_TOKEN: "rotate-command-test-reveal-token-0123456789",
+            JWT_SECRET: "rotate-command-test-jwt-secret-0123456789abcdef",
+            ...database.env,
+          },
+          clearEnv: true,
+          stdout: "piped",
+          stderr: "piped",
+        }).output();
+        const printed = new TextDecoder().decode(stdout);
+        assert.equal(code, 0, `${printed}\n${new TextDecoder().decode(stderr)}`);
+        assert.match(printed, /^batch 1: 4 rotated, 0 skipped so far$/m);
+        assert.match(printed, /^batch 2: 6 rotated, 0 skipped so far$/m);
+        assert.match(printed, /^active key: k2$/m);
+        assert.match(
+          printed,
+          /^rotated 6 of 6 rows under older keys in 2 batch\(es\); 0 skipped$/m,
+        );
+        assert.match(printed, /^rows per key now: k2: 6$/m);
+        // No key material and no value in what it printed.
+        for (const secret of [keyringVar([k2, k1]), ...values.values()]) {
+          assert.ok(!printed.includes(secret));
+        }
+
+        const db = await database.reopen();
+        const rows = await db.query<
+          {
+            user_id: string;
+            secret_type: string;
+            ciphertext: Uint8Array;
+            iv: Uint8Array;
+            key_id: string;
+          }
+        >("select user_id, secret_type, ciphertext, iv, key_id from public.user_secrets");
+        assert.equal(rows.length, values.size);
+        const onlyNew = await importKeyring([k2]);
+        for (const row of rows) {
+          assert.equal(row.key_id, "k2");
+          const opened = await onlyNew.decrypt(
+            { ciphertext: row.ciphertext, iv: row.iv, keyId: row.key_id },
+            { userId: row.user_id, secretType: row.secret_type as (typeof TYPES)[number] },
+          );
+          assert.equal(opened, values.get(`${row.user_id}/${row.secret_type}`));
+        }
+      } finally {
+        await database.close();
+      }
+    },
+  });
+}
