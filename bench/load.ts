@@ -4,8 +4,8 @@
  * a fixed time and at most a fixed number of requests. Reports throughput and errors, and fails
  * (exit code 1) on any of:
  *   - a 5xx answer;
- *   - a cross-creator answer: a revealed value, a sign-in or a listed type that is not the
- *     creator's own;
+ *   - a cross-creator answer: a revealed value, a sign-in, a listed type or a listed hint that is
+ *     not the creator's own;
  *   - an acknowledged PUT (200) that is not what reveal returns afterwards.
  *
  * Knobs: LOAD_CREATORS (40), LOAD_DURATION_MS (20000), LOAD_MAX_REQUESTS (200000),
@@ -38,7 +38,10 @@ interface Stats {
 
 class Creator {
   readonly account = newAccount();
+  static #created = 0;
   readonly prefix = `load-${crypto.randomUUID().slice(0, 8)}`;
+  /** Every value this creator saves ends with it, so the masked hint a list shows names the owner. */
+  readonly tag = (Creator.#created++).toString(36).padStart(4, "0");
   userId: string | null = null;
   token: string | null = null;
   /** Per type: the last value answered 200, and values sent since whose answer was not 200. */
@@ -107,7 +110,7 @@ class Creator {
 
   async put(): Promise<void> {
     const secretType = SECRET_TYPES[Math.floor(Math.random() * SECRET_TYPES.length)];
-    const value = `${this.prefix}-${secretType}-${++this.#seq}-${crypto.randomUUID()}`;
+    const value = `${this.prefix}-${secretType}-${++this.#seq}-${crypto.randomUUID()}-${this.tag}`;
     const { status } = await this.#send(
       "put",
       new Request(`${this.server.url}/api/secrets`, {
@@ -130,9 +133,13 @@ class Creator {
       new Request(`${this.server.url}/api/secrets`, { headers: this.#auth() }),
     );
     if (status !== 200) return;
-    for (const { secretType } of (body as { secrets: { secretType: SecretType }[] }).secrets) {
+    const { secrets } = body as { secrets: { secretType: SecretType; hint?: string }[] };
+    for (const { secretType, hint } of secrets) {
       if (!this.acknowledged.has(secretType) && !this.unknown.get(secretType)?.length) {
         this.stats.violations.push(`list shows a ${secretType} this creator never wrote`);
+      }
+      if (hint !== `…${this.tag}`) {
+        this.stats.violations.push(`list shows a ${secretType} whose hint is not this creator's`);
       }
     }
   }
