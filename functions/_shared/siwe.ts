@@ -3,8 +3,7 @@
  * wallet signs, and checking a signed one against this deployment's origins, chains, clock and
  * the signer's address. Nonce bookkeeping lives with the handler, in the database.
  */
-import { getAddress, type Hex, recoverMessageAddress } from "viem";
-import { createSiweMessage } from "viem/siwe";
+import { checksumAddress, recoverPersonalSignAddress } from "./eth.ts";
 import { ServiceError } from "./errors.ts";
 
 export interface SiweFields {
@@ -53,8 +52,25 @@ export function generateNonce(): string {
   return nonce;
 }
 
+/** The EIP-4361 text for `fields`, laid out exactly as viem's createSiweMessage and the siwe package do. */
 export function buildSiweMessage(fields: SiweFields): string {
-  return createSiweMessage({ ...fields, resources: fields.resources?.slice(), version: "1" });
+  const origin = fields.scheme ? `${fields.scheme}://${fields.domain}` : fields.domain;
+  const lines = [
+    `${origin} wants you to sign in with your Ethereum account:`,
+    checksumAddress(fields.address),
+    "",
+    ...(fields.statement ? [fields.statement, ""] : [""]),
+    `URI: ${fields.uri}`,
+    "Version: 1",
+    `Chain ID: ${fields.chainId}`,
+    `Nonce: ${fields.nonce}`,
+    `Issued At: ${fields.issuedAt.toISOString()}`,
+  ];
+  if (fields.expirationTime) lines.push(`Expiration Time: ${fields.expirationTime.toISOString()}`);
+  if (fields.notBefore) lines.push(`Not Before: ${fields.notBefore.toISOString()}`);
+  if (fields.requestId) lines.push(`Request ID: ${fields.requestId}`);
+  if (fields.resources) lines.push("Resources:", ...fields.resources.map((r) => `- ${r}`));
+  return lines.join("\n");
 }
 
 /** `text` without the characters an EIP-4361 statement may not hold (it is one line of URI characters). */
@@ -139,7 +155,7 @@ export function parseSiweMessage(message: string): SiweFields {
   const address = lines[1] ?? "";
   if (!ADDRESS.test(address)) throw invalid("the second line must be the address");
   // EIP-55: the reference parser, and so the wallets, refuse a lowercase or mis-cased address.
-  if (getAddress(address.toLowerCase()) !== address) {
+  if (checksumAddress(address) !== address) {
     throw invalid("the address must be EIP-55 checksummed");
   }
   if (lines[2] !== "") throw invalid("a blank line must follow the address");
@@ -247,11 +263,11 @@ function uriUnderOrigin(uri: string, origin: string): boolean {
  * Checks the EIP-191 personal-sign signature recovers to `address`. Only canonical 65-byte
  * signatures are accepted: no compact form, no high-s twin, v in {0, 1, 27, 28}.
  */
-export async function verifySignature(
+export function verifySignature(
   message: string,
   signature: string,
   address: string,
-): Promise<void> {
+): void {
   if (!/^0x[0-9a-fA-F]{130}$/.test(signature)) {
     throw new ServiceError("invalid_signature", "The signature must be 65 bytes of hex.");
   }
@@ -262,7 +278,7 @@ export async function verifySignature(
   }
   let signer: string;
   try {
-    signer = await recoverMessageAddress({ message, signature: signature as Hex });
+    signer = recoverPersonalSignAddress(message, signature as `0x${string}`);
   } catch {
     throw new ServiceError("invalid_signature", "The signature cannot be verified.");
   }

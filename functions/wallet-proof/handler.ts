@@ -3,9 +3,9 @@
  * refresh with rotation and reuse detection, and sign-out.
  */
 import { setImmediate } from "node:timers";
-import { getAddress } from "viem";
 import { z } from "zod";
 import type { ServiceContext } from "../_shared/context.ts";
+import { checksumAddress } from "../_shared/eth.ts";
 import { ServiceError } from "../_shared/errors.ts";
 import { bearerToken, type Handler, json, readJson, router } from "../_shared/http.ts";
 import {
@@ -123,7 +123,7 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
       version: "1",
       statement,
       ...(body.address === undefined ? {} : {
-        message: buildSiweMessage({ ...fields, address: getAddress(body.address.toLowerCase()) }),
+        message: buildSiweMessage({ ...fields, address: checksumAddress(body.address) }),
       }),
     });
   }
@@ -149,7 +149,7 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
         now: new Date(),
         clockSkewMs: CLOCK_SKEW_MS,
       });
-      await verifySignature(body.message, body.signature, fields.address);
+      verifySignature(body.message, body.signature, fields.address);
     } finally {
       await ipLimit;
     }
@@ -258,7 +258,7 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
     walletAddress: string,
     refreshToken: string,
   ): Promise<Response> {
-    const checksummed = getAddress(walletAddress);
+    const checksummed = checksumAddress(walletAddress);
     const { accessToken, expiresAt } = await sessions.issue({
       userId,
       sessionId,
