@@ -97,6 +97,45 @@ export function openPostgres(settings: PostgresSettings): Database {
     },
   });
 
+  /**
+   * Runs `use` on a connection reserved from the pool, for transactions and batches. The whole use
+   * shares one deadline, waiting for a connection included. Past it the caller has its 503: a use
+   * still queued never starts, one under way sends no further statement (`isExpired`), so a late
+   * write cannot land after a newer acknowledged one.
+   */
+  const onReservedConnection = async <T>(
+    use: (
+      reserved: postgres.ReservedSql,
+      isExpired: () => boolean,
+      markLost: () => void,
+    ) => Promise<T>,
+  ): Promise<T> => {
+    const pool = sql;
+    let expired = false;
+    const isExpired = () => expired;
+    const run = async () => {
+      const reserved = await pool.reserve();
+      // A connection that died is taken back by the driver when it closes; releasing it as well
+      // would hand a dead connection to the next query.
+      let gone = false;
+      try {
+        if (expired) throw new DatabaseDeadlineError(timeoutMs);
+        return await use(reserved, isExpired, () => gone = true);
+      } catch (error) {
+        if (connectionLost(error, true)) gone = true;
+        throw error;
+      } finally {
+        if (!gone) reserved.release();
+      }
+    };
+    try {
+      return await withDeadline(run(), timeoutMs, () => expired = true);
+    } catch (error) {
+      onLost(error, pool);
+      throw error;
+    }
+  };
+
   return {
     engine: "postgres",
     async query<T extends Row>(text: string, params: readonly unknown[] = []) {
@@ -120,93 +159,52 @@ export function openPostgres(settings: PostgresSettings): Database {
       }
     },
     execScript: (script) => on(sql).execScript(script),
-    async transaction(work) {
-      const pool = sql;
-      // The whole transaction shares one deadline, waiting for a connection included. Past it the
-      // caller has its 503: a transaction still queued never starts, one under way sends no further
-      // statement and rolls back, so a late write cannot land after a newer acknowledged one.
-      let expired = false;
-      const isExpired = () => expired;
-      // A reserved connection rather than sql.begin(), which waits for BEGIN's answer before the
-      // first statement: here BEGIN goes out in the same write as the work's first statements.
-      const run = async () => {
-        const reserved = await pool.reserve();
-        // A connection that died is taken back by the driver when it closes; releasing it as well
-        // would hand a dead connection to the next query.
-        let gone = false;
+    transaction: (work) =>
+      onReservedConnection(async (reserved, isExpired, markLost) => {
+        // BEGIN goes out in the same write as the work's first statements (sql.begin() would wait
+        // for BEGIN's answer first).
+        const begin = reserved.unsafe("begin").execute();
         try {
-          if (expired) throw new DatabaseDeadlineError(timeoutMs);
-          const begin = reserved.unsafe("begin").execute();
           const [, result] = await Promise.all([begin, work(on(reserved, isExpired))]);
-          if (expired) throw new DatabaseDeadlineError(timeoutMs);
+          if (isExpired()) throw new DatabaseDeadlineError(timeoutMs);
           await reserved.unsafe("commit");
           return result;
         } catch (error) {
-          gone = connectionLost(error, true);
-          if (!gone) {
+          if (!connectionLost(error, true)) {
             await reserved.unsafe("rollback").catch((failure) => {
-              gone = connectionLost(failure, true);
+              if (connectionLost(failure, true)) markLost();
             });
           }
           throw error;
-        } finally {
-          if (!gone) reserved.release();
         }
-      };
-      try {
-        return await withDeadline(run(), timeoutMs, () => expired = true);
-      } catch (error) {
-        onLost(error, pool);
-        throw error;
-      }
-    },
-    async batch(statements: readonly Statement[]) {
-      const pool = sql;
-      let expired = false;
-      const run = async () => {
-        const reserved = await pool.reserve();
-        let gone = false;
-        try {
-          if (expired) throw new DatabaseDeadlineError(timeoutMs);
-          // All executed now, so they leave in one write. A failed statement aborts the
-          // transaction: the ones behind it fail, and the COMMIT rolls back.
-          const begin = reserved.unsafe("begin").execute();
-          const pending = statements.map(({ text, params = [] }) =>
-            reserved.unsafe(text, params as postgres.ParameterOrJSON<never>[], statementOptions)
-              .execute()
-          );
-          const commit = reserved.unsafe("commit").execute();
-          const [began, ...outcomes] = await Promise.allSettled([begin, ...pending]);
-          const committed = await commit.then(() => null, (error: unknown) => ({ error }));
-          for (const outcome of [began, ...outcomes]) {
-            if (outcome.status === "rejected" && connectionLost(outcome.reason, true)) {
-              gone = true;
-              throw outcome.reason;
-            }
+      }),
+    batch: (statements: readonly Statement[]) =>
+      onReservedConnection(async (reserved) => {
+        // All executed now, so they leave in one write. A failed statement aborts the
+        // transaction: the ones behind it fail, and the COMMIT rolls back.
+        const begin = reserved.unsafe("begin").execute();
+        const pending = statements.map(({ text, params = [] }) =>
+          reserved.unsafe(text, params as postgres.ParameterOrJSON<never>[], statementOptions)
+            .execute()
+        );
+        const commit = reserved.unsafe("commit").execute();
+        const [began, ...outcomes] = await Promise.allSettled([begin, ...pending]);
+        const committed = await commit.then(() => null, (error: unknown) => ({ error }));
+        for (const outcome of [began, ...outcomes]) {
+          if (outcome.status === "rejected" && connectionLost(outcome.reason, true)) {
+            throw outcome.reason;
           }
-          if (committed !== null) {
-            gone = connectionLost(committed.error, true);
-            throw committed.error;
-          }
-          // Without BEGIN the statements would have run on their own; that cannot be reported
-          // as a batch.
-          if (began.status === "rejected") throw began.reason;
-          return outcomes.map((outcome): PromiseSettledResult<Row[]> =>
-            outcome.status === "fulfilled"
-              ? { status: "fulfilled", value: Array.from(outcome.value) as Row[] }
-              : outcome
-          );
-        } finally {
-          if (!gone) reserved.release();
         }
-      };
-      try {
-        return await withDeadline(run(), timeoutMs, () => expired = true);
-      } catch (error) {
-        onLost(error, pool);
-        throw error;
-      }
-    },
+        if (committed !== null) throw committed.error;
+        // Without BEGIN the statements would have run on their own; that cannot be reported
+        // as a batch.
+        if (began.status === "rejected") throw began.reason;
+        return outcomes.map((outcome): PromiseSettledResult<Row[]> =>
+          outcome.status === "fulfilled"
+            ? { status: "fulfilled", value: Array.from(outcome.value) as Row[] }
+            : outcome
+        );
+      }),
     async close() {
       closed = true;
       writeRaceResets.delete(resetAfterWriteRace);

@@ -157,12 +157,6 @@ const AS_LIVE_SESSION = `select set_config('request.jwt.claims', $1, true),
           where id = $2 and user_id = $3 and revoked_at is null and expires_at > now())
          as live) as session`;
 
-const asLiveSessionParams = (session: VerifiedSession) => [
-  JSON.stringify(session.claims),
-  session.sessionId,
-  session.userId,
-];
-
 /**
  * Runs one statement as the session's creator, like asCreator, and checks in the same transaction,
  * in the statement that sets the creator's role, that the session is still live: the check and the
@@ -176,7 +170,10 @@ export async function queryAsLiveSession<T extends Row>(
   params: readonly unknown[],
 ): Promise<T[]> {
   const [check, statement] = await db.batch([
-    { text: AS_LIVE_SESSION, params: asLiveSessionParams(session) },
+    {
+      text: AS_LIVE_SESSION,
+      params: [JSON.stringify(session.claims), session.sessionId, session.userId],
+    },
     { text, params },
   ]);
   if (check.status === "rejected") throw check.reason;
