@@ -9,7 +9,7 @@
  *   PUT  /?user=<uuid>&type=<type>   write: one upsert of a ciphertext row (what PUT writes)
  */
 import { parseConfig } from "../functions/_shared/config.ts";
-import { openDatabase } from "../functions/_shared/db.ts";
+import { openDatabase } from "../server/database.ts";
 import { SECRET_TYPES } from "../functions/_shared/secret-types.ts";
 
 const config = parseConfig(Deno.env.toObject());

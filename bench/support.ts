@@ -6,7 +6,7 @@
 import postgres from "postgres";
 import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { generatePrivateKey } from "viem/accounts";
-import { openDatabase } from "../functions/_shared/db.ts";
+import { openDatabase } from "../server/database.ts";
 import { generateDevKeys } from "../server/dev-keys.ts";
 import { migrate } from "../server/migrations.ts";
 

@@ -2,7 +2,7 @@
  * `deno task db:migrate`: applies supabase/migrations to DATABASE_URL (or SUPABASE_DB_URL).
  * Safe to run again: applied versions are recorded and skipped.
  */
-import { openDatabase } from "../functions/_shared/db.ts";
+import { openDatabase } from "../server/database.ts";
 import { migrate } from "../server/migrations.ts";
 
 const url = Deno.env.get("DATABASE_URL") || Deno.env.get("SUPABASE_DB_URL");

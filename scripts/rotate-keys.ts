@@ -11,7 +11,7 @@
  */
 import { parseArgs } from "node:util";
 import { ConfigError, parseConfig } from "../functions/_shared/config.ts";
-import { openDatabase } from "../functions/_shared/db.ts";
+import { openDatabase } from "../server/database.ts";
 import { importKeyring } from "../functions/_shared/vault-crypto.ts";
 import { DEFAULT_BATCH_SIZE, rotateKeys } from "../server/key-rotation.ts";
 import {

@@ -2,13 +2,20 @@
  * The local stand-in for `supabase start` + `supabase functions serve`: every function at
  * /functions/v1/<name> (Supabase's URL shape, so supabase-js works unchanged) and the proxy at /api.
  */
-import { createApiHandler, inProcessInvoker } from "../functions/api/handler.ts";
+import { createApiHandler } from "../functions/api/handler.ts";
 import type { ServiceContext } from "../functions/_shared/context.ts";
 import { ServiceError } from "../functions/_shared/errors.ts";
 import { errorResponse, type Handler, serve } from "../functions/_shared/http.ts";
 import { createUserSecretsHandler } from "../functions/user-secrets/handler.ts";
 import { createWalletProofHandler } from "../functions/wallet-proof/handler.ts";
 import { isStaticPath, serveStatic } from "./static.ts";
+
+/**
+ * The local server's public API key, the counterpart of the anon key `supabase start` prints: the
+ * same on every machine and public by design (it grants nothing; it only tells the functions that
+ * a supabase-js client has no session).
+ */
+export const LOCAL_ANON_KEY = "sb_publishable_wallet-vault-local-development";
 
 export interface LocalApp {
   readonly handler: Handler;
@@ -23,7 +30,7 @@ export function createLocalApp(context: ServiceContext): LocalApp {
     "wallet-proof": wrap(createWalletProofHandler(context)),
     "user-secrets": wrap(createUserSecretsHandler(context)),
   };
-  functions.api = wrap(createApiHandler(inProcessInvoker(functions)));
+  functions.api = wrap(createApiHandler(functions));
 
   const assets = wrap(serveStatic);
   const notFound = wrap(() => Promise.reject(new ServiceError("not_found", "No such route.")));

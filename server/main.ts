@@ -4,9 +4,9 @@
  */
 import { ConfigError, parseConfig } from "../functions/_shared/config.ts";
 import { createServiceContext } from "../functions/_shared/context.ts";
-import { openDatabase } from "../functions/_shared/db.ts";
+import { openDatabase } from "./database.ts";
 import { consoleLogger } from "../functions/_shared/log.ts";
-import { atEdge, createLocalApp } from "./app.ts";
+import { atEdge, createLocalApp, LOCAL_ANON_KEY } from "./app.ts";
 import {
   DEFAULT_DEV_KEYS_PATH,
   loadOrCreateDevKeys,
@@ -27,6 +27,11 @@ async function main(): Promise<void> {
     devKeysLine = `${
       created ? "generated" : "using"
     } development keys in ${devKeysPath} (git-ignored, mode 0600)`;
+  }
+
+  // Like `supabase start`, the local server has a public key of its own for supabase-js clients.
+  if (env.APP_ENV !== "production" && !env.SUPABASE_ANON_KEY && !env.SUPABASE_PUBLISHABLE_KEYS) {
+    env = { ...env, SUPABASE_ANON_KEY: LOCAL_ANON_KEY };
   }
 
   let config;
@@ -64,6 +69,9 @@ async function main(): Promise<void> {
   console.log(
     `migrations: ${applied.length === 0 ? "up to date" : `applied ${applied.join(", ")}`}`,
   );
+  if (config.publicApiKeys.length > 0) {
+    console.log(`anon key: ${config.publicApiKeys[0]} (public; for supabase-js createClient)`);
+  }
   console.log(`try: curl http://${HOST}:${config.port}/api/secrets`);
   console.log(`settings page: http://${HOST}:${config.port}/settings`);
 

@@ -1,9 +1,10 @@
 /**
- * The /api proxy: GET /api/secrets is answered by the user-secrets function, both when the local
- * server dispatches in-process and when the proxy reaches the functions over HTTP, as deployed.
+ * The /api proxy: it maps the spec's /api paths onto the functions and calls them in its own
+ * process, both in the local server and deployed (one invocation per request, no second trip
+ * through the gateway), keeping every header the edge delivered.
  */
 import assert from "node:assert/strict";
-import { createApiHandler, fetchInvoker } from "../functions/api/handler.ts";
+import { createApiHandler, createDeployedApiHandler } from "../functions/api/handler.ts";
 import { serve } from "../functions/_shared/http.ts";
 import { silentLogger } from "../functions/_shared/log.ts";
 import { SECRET_TYPES } from "../functions/_shared/secret-types.ts";
@@ -32,14 +33,9 @@ describeWithDatabase("the /api proxy", {
     assert.deepEqual(await response.json(), expectedStatus(app));
   },
 
-  async "deployed, the proxy reaches the function over HTTP with the same answer"(app) {
-    await using functions = Deno.serve(
-      { hostname: "127.0.0.1", port: 0, onListen() {} },
-      app.app.handler,
-    );
-    const functionsUrl = `http://127.0.0.1:${functions.addr.port}/functions/v1`;
+  async "deployed, the api function answers with both handlers in its own process"(app) {
     const proxy = serve(
-      createApiHandler(fetchInvoker(functionsUrl)),
+      createDeployedApiHandler(app.context),
       { allowedOrigins: [] },
       silentLogger,
     );
@@ -48,6 +44,14 @@ describeWithDatabase("the /api proxy", {
     );
     assert.equal(response.status, 200);
     assert.deepEqual(await response.json(), expectedStatus(app));
+    const nonce = await proxy(
+      new Request("https://project.supabase.co/api/auth/nonce", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-forwarded-for": "10.9.8.7" },
+        body: "{}",
+      }),
+    );
+    assert.equal(nonce.status, 200);
     const missing = await proxy(
       new Request("https://project.supabase.co/functions/v1/api/unknown"),
     );
@@ -56,63 +60,54 @@ describeWithDatabase("the /api proxy", {
   },
 });
 
-Deno.test("the HTTP proxy forwards method, path, query, headers and body, and drops hop-by-hop headers", async () => {
-  const seen: { url: string; method: string; headers: Headers; body: string }[] = [];
-  await using upstream = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen() {} },
-    async (request) => {
-      seen.push({
-        url: request.url,
-        method: request.method,
-        headers: request.headers,
-        body: await request.text(),
+describeWithDatabase("the /api proxy and the per-IP limit", {
+  async "a client naming x-forwarded-for in Connection keeps its own rate-limit bucket"(app) {
+    const nonce = (headers: Record<string, string>) =>
+      app.fetch("/api/auth/nonce", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-forwarded-for": "10.77.0.1", ...headers },
+        body: "{}",
       });
-      return new Response(JSON.stringify({ ok: true }), {
-        status: 201,
-        headers: { "content-type": "application/json", "x-upstream": "yes" },
-      });
+    const limit = app.config.rateLimits.noncePerIpPerMinute;
+    for (let i = 0; i < limit; i++) assert.equal((await nonce({})).status, 200);
+    const stripped = await nonce({ connection: "x-forwarded-for" });
+    assert.equal(stripped.status, 429, "the Connection header moved the client to another bucket");
+    await stripped.body?.cancel();
+  },
+}, { RATE_LIMIT_NONCE_PER_MINUTE: "3" });
+
+Deno.test("the proxy hands the function method, path, query, every header and the body", async () => {
+  const seen: Request[] = [];
+  const proxy = createApiHandler({
+    "user-secrets": (request) => {
+      seen.push(request);
+      return Promise.resolve(new Response(null, { status: 201 }));
     },
-  );
-  const invoker = fetchInvoker(`http://127.0.0.1:${upstream.addr.port}/functions/v1`, {
-    anonKey: "anon-key",
   });
-  const proxy = createApiHandler(invoker);
+  const body = JSON.stringify({ secretType: "provider_b_key" });
   const response = await proxy(
     new Request("https://project.supabase.co/functions/v1/api/secrets?x=1", {
       method: "PUT",
       headers: {
         authorization: "Bearer token-1",
         "content-type": "application/json",
-        connection: "keep-alive, x-drop-me",
-        "x-drop-me": "1",
-        "proxy-authorization": "Basic abc",
+        connection: "keep-alive, x-forwarded-for, authorization",
+        "x-forwarded-for": "203.0.113.9",
         "x-client-info": "test",
       },
-      body: JSON.stringify({ secretType: "provider_b_key" }),
+      body,
     }),
   );
   assert.equal(response.status, 201);
-  assert.equal(response.headers.get("x-upstream"), "yes");
-  assert.deepEqual(await response.json(), { ok: true });
   const [request] = seen;
   assert.equal(
     new URL(request.url).pathname + new URL(request.url).search,
     "/functions/v1/user-secrets?x=1",
   );
   assert.equal(request.method, "PUT");
-  assert.equal(request.body, JSON.stringify({ secretType: "provider_b_key" }));
+  assert.equal(await request.text(), body);
+  // Nothing named in Connection is dropped: this is no hop, and the edge set these headers.
   assert.equal(request.headers.get("authorization"), "Bearer token-1");
+  assert.equal(request.headers.get("x-forwarded-for"), "203.0.113.9");
   assert.equal(request.headers.get("x-client-info"), "test");
-  assert.equal(request.headers.get("apikey"), "anon-key");
-  assert.equal(request.headers.get("x-drop-me"), null);
-  assert.equal(request.headers.get("proxy-authorization"), null);
-});
-
-Deno.test("an unreachable function is a 502 upstream_unavailable", async () => {
-  const proxy = serve(createApiHandler(fetchInvoker("http://127.0.0.1:9/functions/v1")), {
-    allowedOrigins: [],
-  }, silentLogger);
-  const response = await proxy(new Request("https://project.supabase.co/functions/v1/api/secrets"));
-  assert.equal(response.status, 502);
-  assert.equal((await response.json()).error.code, "upstream_unavailable");
 });

@@ -110,7 +110,6 @@ Deno.test("Supabase's own variables configure the database, project and function
   });
   assert.deepEqual(config.database.engine, "postgres");
   assert.equal(config.projectName, "abcdefgh");
-  assert.equal(config.functionsUrl, "https://abcdefgh.supabase.co/functions/v1");
   assert.equal(config.supabase.anonKey, "anon-key");
 });
 

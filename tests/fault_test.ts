@@ -9,7 +9,7 @@
  */
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { openDatabase } from "../functions/_shared/db.ts";
+import { openDatabase } from "../server/database.ts";
 import { SECRET_TYPES, type SecretType } from "../functions/_shared/secret-types.ts";
 import { migrate } from "../server/migrations.ts";
 import { bearer, type SignedIn, signIn, type TestApp, testEnv } from "./support/app.ts";

@@ -4,7 +4,8 @@
  * reports the counts and exits 0; afterwards every value opens under the new key alone.
  */
 import assert from "node:assert/strict";
-import { type Database, openDatabase } from "../functions/_shared/db.ts";
+import type { Database } from "../functions/_shared/db.ts";
+import { openDatabase } from "../server/database.ts";
 import type { EncryptionKeySpec } from "../functions/_shared/config.ts";
 import { importKeyring } from "../functions/_shared/vault-crypto.ts";
 import { migrate } from "../server/migrations.ts";

@@ -6,11 +6,12 @@
  */
 import assert from "node:assert/strict";
 import { createClient, FunctionsHttpError, type SupabaseClient } from "@supabase/supabase-js";
-import { atEdge } from "../server/app.ts";
+import { atEdge, LOCAL_ANON_KEY } from "../server/app.ts";
 import { bearer, signIn, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 
-const ANON_KEY = "local-anon-key"; // supabase-js requires one; the service treats it as no session
+// supabase-js requires a key; the local server's own, as it prints at start, means "no session".
+const ANON_KEY = LOCAL_ANON_KEY;
 
 async function withSupabase(
   app: TestApp,
@@ -120,4 +121,4 @@ describeWithDatabase("supabase-js against the local server", {
       assert.ok(data.message.includes(`\n${address}\n`));
     });
   },
-}, { SUPABASE_ANON_KEY: ANON_KEY });
+});

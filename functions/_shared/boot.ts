@@ -1,19 +1,23 @@
 /**
- * Entrypoint glue for a deployed function: configuration from the environment, a database, the
+ * Entrypoint glue for a deployed function: configuration from the environment, a Postgres pool, the
  * handler. Misconfiguration fails closed: every request gets 500 not_configured and the log names
  * the missing settings (never their values).
  */
-import { ConfigError, parseConfig } from "./config.ts";
+import { ConfigError, FUNCTION_DEFAULTS, parseConfig } from "./config.ts";
 import { createServiceContext, type ServiceContext } from "./context.ts";
-import { openDatabase } from "./db.ts";
+import { openPostgres } from "./db-postgres.ts";
 import { ServiceError } from "./errors.ts";
 import { errorResponse, type Handler, serve } from "./http.ts";
 import { consoleLogger } from "./log.ts";
 
-export async function bootFunction(create: (context: ServiceContext) => Handler): Promise<Handler> {
+export function bootFunction(create: (context: ServiceContext) => Handler): Handler {
   try {
-    const config = parseConfig(Deno.env.toObject());
-    const db = await openDatabase(config.database);
+    const config = parseConfig(Deno.env.toObject(), FUNCTION_DEFAULTS);
+    // A function has no embedded database: that belongs to the local server alone.
+    if (config.database.engine !== "postgres") {
+      throw new ConfigError(["a function needs SUPABASE_DB_URL (or DATABASE_URL)"]);
+    }
+    const db = openPostgres(config.database);
     const context = createServiceContext(config, db, consoleLogger);
     return serve(create(context), { allowedOrigins: config.allowedOrigins }, consoleLogger);
   } catch (error) {

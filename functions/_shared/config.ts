@@ -33,14 +33,29 @@ export interface AppConfig {
     readonly proofPerIpPerMinute: number;
     readonly proofPerAddressPerMinute: number;
   };
-  /** Where deployed functions live (`${SUPABASE_URL}/functions/v1`); the /api proxy forwards there. */
-  readonly functionsUrl: string | null;
   readonly supabase: {
     readonly url: string | null;
     readonly anonKey: string | null;
     readonly serviceRoleKey: string | null;
   };
+  /**
+   * The project's public keys (SUPABASE_ANON_KEY and every SUPABASE_PUBLISHABLE_KEYS value).
+   * supabase-js sends one as the bearer when the app has no session: that means "no session".
+   */
+  readonly publicApiKeys: readonly string[];
 }
+
+/** Defaults that differ between a deployed function and the local server. */
+export interface ConfigDefaults {
+  /**
+   * Connections per process. A function isolate is short-lived and there are many of them, each
+   * with its own pool behind one shared pooler, so functions keep theirs small.
+   */
+  readonly maxConnections: number;
+}
+
+export const LOCAL_SERVER_DEFAULTS: ConfigDefaults = { maxConnections: 10 };
+export const FUNCTION_DEFAULTS: ConfigDefaults = { maxConnections: 3 };
 
 export class ConfigError extends Error {
   constructor(readonly problems: readonly string[]) {
@@ -70,13 +85,6 @@ const secretString = (name: string) =>
     blankToUndefined,
     z.string().min(32, `${name} must be at least 32 characters`).optional(),
   );
-const booleanFlag = (fallback: boolean) =>
-  z.preprocess(
-    blankToUndefined,
-    z.enum(["true", "false", "1", "0"]).default(fallback ? "true" : "false")
-      .transform((v) => v === "true" || v === "1"),
-  );
-
 const envSchema = z.object({
   APP_ENV: z.preprocess(
     blankToUndefined,
@@ -86,8 +94,11 @@ const envSchema = z.object({
   PROJECT_NAME: optionalString,
   DATABASE_URL: optionalString,
   SUPABASE_DB_URL: optionalString,
-  DATABASE_MAX_CONNECTIONS: positiveInt(10, 1000),
-  DATABASE_PREPARE: booleanFlag(true),
+  DATABASE_MAX_CONNECTIONS: z.preprocess(
+    blankToUndefined,
+    z.coerce.number().int().min(1).max(1000).optional(),
+  ),
+  DATABASE_PREPARE: z.preprocess(blankToUndefined, z.enum(["true", "false", "1", "0"]).optional()),
   DATABASE_TIMEOUT_MS: positiveInt(5000, 600_000),
   PGLITE_DATA_DIR: optionalString,
   ENCRYPTION_KEYS: optionalString,
@@ -105,6 +116,7 @@ const envSchema = z.object({
   SUPABASE_URL: optionalString,
   SUPABASE_ANON_KEY: optionalString,
   SUPABASE_SERVICE_ROLE_KEY: optionalString,
+  SUPABASE_PUBLISHABLE_KEYS: optionalString,
 });
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -113,7 +125,7 @@ type Env = Readonly<Record<string, string | undefined>>;
  * Validates the environment. Throws ConfigError naming every problem at once: malformed values
  * in any mode, and in production every missing required setting.
  */
-export function parseConfig(env: Env): AppConfig {
+export function parseConfig(env: Env, defaults: ConfigDefaults = LOCAL_SERVER_DEFAULTS): AppConfig {
   const parsed = envSchema.safeParse(env);
   if (!parsed.success) {
     const malformed = parsed.error.issues.map((issue) =>
@@ -134,6 +146,7 @@ export function parseConfig(env: Env): AppConfig {
   const encryptionKeys = parseKeyring(vars.ENCRYPTION_KEYS, vars.ENCRYPTION_KEY, problems);
   const allowedOrigins = parseOrigins(vars.ALLOWED_ORIGINS, problems);
   const allowedChainIds = parseChainIds(vars.ALLOWED_CHAIN_IDS, problems);
+  const publishableKeys = parsePublishableKeys(vars.SUPABASE_PUBLISHABLE_KEYS, problems);
   const supabaseUrl = vars.SUPABASE_URL === undefined
     ? null
     : parseOrigin(vars.SUPABASE_URL, "SUPABASE_URL", problems);
@@ -153,9 +166,12 @@ export function parseConfig(env: Env): AppConfig {
   const database: DatabaseSettings = databaseUrl !== undefined
     ? {
       engine: "postgres",
-      url: databaseUrl,
-      maxConnections: vars.DATABASE_MAX_CONNECTIONS,
-      prepare: vars.DATABASE_PREPARE,
+      url: withoutPoolerHint(databaseUrl),
+      maxConnections: vars.DATABASE_MAX_CONNECTIONS ?? defaults.maxConnections,
+      // A transaction pooler hands each transaction whichever server connection is free, where a
+      // statement prepared on another one does not exist.
+      prepare: !isPoolerUrl(databaseUrl) && vars.DATABASE_PREPARE !== "false" &&
+        vars.DATABASE_PREPARE !== "0",
       queryTimeoutMs: vars.DATABASE_TIMEOUT_MS,
     }
     : { engine: "pglite", dataDir: vars.PGLITE_DATA_DIR ?? ".local/pglite" };
@@ -179,13 +195,54 @@ export function parseConfig(env: Env): AppConfig {
       proofPerIpPerMinute: vars.RATE_LIMIT_PROOF_PER_MINUTE,
       proofPerAddressPerMinute: vars.RATE_LIMIT_PROOF_PER_ADDRESS_PER_MINUTE,
     },
-    functionsUrl: supabaseUrl ? `${supabaseUrl}/functions/v1` : null,
     supabase: {
       url: supabaseUrl,
       anonKey: vars.SUPABASE_ANON_KEY ?? null,
       serviceRoleKey: vars.SUPABASE_SERVICE_ROLE_KEY ?? null,
     },
+    publicApiKeys: [
+      ...(vars.SUPABASE_ANON_KEY === undefined ? [] : [vars.SUPABASE_ANON_KEY]),
+      ...publishableKeys,
+    ],
   };
+}
+
+/**
+ * Supabase's transaction poolers: Supavisor on port 6543, or any URL marked `?pgbouncer=true`
+ * (the convention Prisma and Supabase's docs use for PgBouncer).
+ */
+export function isPoolerUrl(url: string): boolean {
+  try {
+    const parsed = new URL(url);
+    return parsed.port === "6543" || parsed.searchParams.get("pgbouncer") === "true";
+  } catch {
+    return false;
+  }
+}
+
+/** The driver would send `pgbouncer=true` to the server as a startup parameter; it is only a hint. */
+function withoutPoolerHint(url: string): string {
+  const parsed = new URL(url);
+  if (!parsed.searchParams.has("pgbouncer")) return url;
+  parsed.searchParams.delete("pgbouncer");
+  return parsed.toString();
+}
+
+/**
+ * SUPABASE_PUBLISHABLE_KEYS as Supabase provides it: a JSON object of named keys
+ * (`{"default":"sb_publishable_…"}`). A bare key is accepted too.
+ */
+function parsePublishableKeys(value: string | undefined, problems: string[]): string[] {
+  if (value === undefined) return [];
+  if (!value.startsWith("{")) return [value];
+  try {
+    const keys = Object.values(JSON.parse(value) as Record<string, unknown>);
+    if (keys.every((key): key is string => typeof key === "string" && key.length > 0)) return keys;
+  } catch {
+    // reported below
+  }
+  problems.push("SUPABASE_PUBLISHABLE_KEYS must be a JSON object of named keys");
+  return [];
 }
 
 /** One line naming every required production setting that is absent (not: malformed). */

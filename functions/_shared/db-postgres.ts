@@ -44,11 +44,16 @@ export function openPostgres(settings: PostgresSettings): Database {
       // 503 at once and recovery is noticed at once, while reconnects stay bounded by the pool size.
       backoff: (attempt: number) => Math.min(0.02 * attempt, 0.1),
       onnotice: () => {},
-      connection: {
-        application_name: "wallet-vault",
-        statement_timeout: timeoutMs,
-      },
+      // Nothing but application_name at startup: a transaction pooler refuses other startup
+      // parameters (PgBouncer: "unsupported startup parameter"). The statement timeout is set
+      // inside each transaction instead (SET_TIMEOUT).
+      connection: { application_name: "wallet-vault" },
     });
+  /**
+   * Pipelined right after BEGIN, so it costs no round trip. `set local` ends with the transaction:
+   * a pooled server connection handed to the next client keeps no trace of it.
+   */
+  const SET_TIMEOUT = `set local statement_timeout = ${Math.trunc(timeoutMs)}`;
 
   // postgres.js's unsafe() prepares nothing by default, and an unprepared statement with parameters
   // costs two round trips (Parse/Describe, wait, then Bind/Execute) and holds back the statements
@@ -136,27 +141,44 @@ export function openPostgres(settings: PostgresSettings): Database {
     }
   };
 
+  const batch = (statements: readonly Statement[]) =>
+    onReservedConnection(async (reserved) => {
+      // All executed now, so they leave in one write. A failed statement aborts the
+      // transaction: the ones behind it fail, and the COMMIT rolls back.
+      const begin = reserved.unsafe("begin").execute();
+      const timeout = reserved.unsafe(SET_TIMEOUT).execute();
+      const pending = statements.map(({ text, params = [] }) =>
+        reserved.unsafe(text, params as postgres.ParameterOrJSON<never>[], statementOptions)
+          .execute()
+      );
+      const commit = reserved.unsafe("commit").execute();
+      const [began, timed, ...outcomes] = await Promise.allSettled([begin, timeout, ...pending]);
+      const committed = await commit.then(() => null, (error: unknown) => ({ error }));
+      for (const outcome of [began, timed, ...outcomes]) {
+        if (outcome.status === "rejected" && connectionLost(outcome.reason, true)) {
+          throw outcome.reason;
+        }
+      }
+      if (committed !== null) throw committed.error;
+      // Without BEGIN the statements would have run on their own; that cannot be reported
+      // as a batch.
+      if (began.status === "rejected") throw began.reason;
+      if (timed.status === "rejected") throw timed.reason;
+      return outcomes.map((outcome): PromiseSettledResult<Row[]> =>
+        outcome.status === "fulfilled"
+          ? { status: "fulfilled", value: Array.from(outcome.value) as Row[] }
+          : outcome
+      );
+    });
+
   return {
     engine: "postgres",
+    // A statement on its own runs as a one-statement batch: BEGIN, the timeout, the statement and
+    // COMMIT leave in one write, so the server-side timeout holds even through a pooler.
     async query<T extends Row>(text: string, params: readonly unknown[] = []) {
-      const pool = sql;
-      const pending = pool.unsafe(
-        text,
-        params as postgres.ParameterOrJSON<never>[],
-        statementOptions,
-      );
-      try {
-        const rows = await withDeadline(pending, timeoutMs, () => {
-          // Still waiting for a connection: leave the queue, so an outage builds no backlog. (A
-          // query already sent is left alone: a cancel request to a dead server would reject
-          // unobserved inside postgres.js.)
-          if ((pending as unknown as { state: unknown }).state === null) pending.cancel();
-        });
-        return Array.from(rows) as unknown as T[];
-      } catch (error) {
-        onLost(error, pool);
-        throw error;
-      }
+      const [outcome] = await batch([{ text, params }]);
+      if (outcome.status === "rejected") throw outcome.reason;
+      return outcome.value as T[];
     },
     execScript: (script) => on(sql).execScript(script),
     transaction: (work) =>
@@ -164,8 +186,9 @@ export function openPostgres(settings: PostgresSettings): Database {
         // BEGIN goes out in the same write as the work's first statements (sql.begin() would wait
         // for BEGIN's answer first).
         const begin = reserved.unsafe("begin").execute();
+        const timeout = reserved.unsafe(SET_TIMEOUT).execute();
         try {
-          const [, result] = await Promise.all([begin, work(on(reserved, isExpired))]);
+          const [, , result] = await Promise.all([begin, timeout, work(on(reserved, isExpired))]);
           if (isExpired()) throw new DatabaseDeadlineError(timeoutMs);
           await reserved.unsafe("commit");
           return result;
@@ -178,33 +201,7 @@ export function openPostgres(settings: PostgresSettings): Database {
           throw error;
         }
       }),
-    batch: (statements: readonly Statement[]) =>
-      onReservedConnection(async (reserved) => {
-        // All executed now, so they leave in one write. A failed statement aborts the
-        // transaction: the ones behind it fail, and the COMMIT rolls back.
-        const begin = reserved.unsafe("begin").execute();
-        const pending = statements.map(({ text, params = [] }) =>
-          reserved.unsafe(text, params as postgres.ParameterOrJSON<never>[], statementOptions)
-            .execute()
-        );
-        const commit = reserved.unsafe("commit").execute();
-        const [began, ...outcomes] = await Promise.allSettled([begin, ...pending]);
-        const committed = await commit.then(() => null, (error: unknown) => ({ error }));
-        for (const outcome of [began, ...outcomes]) {
-          if (outcome.status === "rejected" && connectionLost(outcome.reason, true)) {
-            throw outcome.reason;
-          }
-        }
-        if (committed !== null) throw committed.error;
-        // Without BEGIN the statements would have run on their own; that cannot be reported
-        // as a batch.
-        if (began.status === "rejected") throw began.reason;
-        return outcomes.map((outcome): PromiseSettledResult<Row[]> =>
-          outcome.status === "fulfilled"
-            ? { status: "fulfilled", value: Array.from(outcome.value) as Row[] }
-            : outcome
-        );
-      }),
+    batch,
     async close() {
       closed = true;
       writeRaceResets.delete(resetAfterWriteRace);

@@ -1,6 +1,8 @@
 /**
  * One small database interface over both engines (postgres.js for a server, PGlite embedded), so
- * handlers, migrations and tests never care which one they run on.
+ * handlers, migrations and tests never care which one they run on. Opening one is the caller's
+ * business: a deployed function opens Postgres (db-postgres.ts); only the local server, scripts and
+ * tests can open PGlite (server/database.ts), so it never enters a function's bundle.
  */
 
 export type Row = Record<string, unknown>;
@@ -40,16 +42,6 @@ export type DatabaseSettings =
     queryTimeoutMs: number;
   }
   | { engine: "pglite"; dataDir: string | null; loadDataDir?: Blob };
-
-/** The engines are imported lazily so a deployed function never loads the embedded database. */
-export async function openDatabase(settings: DatabaseSettings): Promise<Database> {
-  if (settings.engine === "postgres") {
-    const { openPostgres } = await import("./db-postgres.ts");
-    return openPostgres(settings);
-  }
-  const { openPglite } = await import("./db-pglite.ts");
-  return openPglite(settings);
-}
 
 export interface CreatorClaims {
   readonly sub: string;

@@ -104,6 +104,17 @@ export function bearerToken(request: Request): string | null {
   return match[1];
 }
 
+/**
+ * The caller's session token, or null when it has none. supabase-js sends the project's public API
+ * key as the bearer when the app has no session of its own: that is a client without a session, not
+ * a forged one. Only an exact match counts (a bearer that merely looks like a key is a token that
+ * fails verification); the keys ship in every frontend, so comparing them leaks nothing.
+ */
+export function sessionBearer(request: Request, publicApiKeys: readonly string[]): string | null {
+  const token = bearerToken(request);
+  return token !== null && publicApiKeys.includes(token) ? null : token;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Routing
 

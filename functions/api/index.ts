@@ -1,4 +1,4 @@
 import { bootFunction } from "../_shared/boot.ts";
 import { createDeployedApiHandler } from "./handler.ts";
 
-Deno.serve(await bootFunction(createDeployedApiHandler));
+Deno.serve(bootFunction(createDeployedApiHandler));

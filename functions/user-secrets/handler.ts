@@ -6,7 +6,7 @@
  */
 import type { ServiceContext } from "../_shared/context.ts";
 import { ServiceError } from "../_shared/errors.ts";
-import { bearerToken, type Handler, json, readJson, router } from "../_shared/http.ts";
+import { type Handler, json, readJson, router, sessionBearer } from "../_shared/http.ts";
 import { providerReadiness } from "../_shared/provider-routing.ts";
 import { SECRET_TYPES, type SecretType } from "../_shared/secret-types.ts";
 import { queryAsLiveSession, type VerifiedSession } from "../_shared/session-tokens.ts";
@@ -50,15 +50,7 @@ export function createUserSecretsHandler(context: ServiceContext): Handler {
     return { ...configurationStatus, secrets };
   }
 
-  /**
-   * The creator's session token, or null. supabase-js sends the project's public anon key as the
-   * bearer when the app passes no session of its own; that is a client without a session, not a
-   * forged one. (The anon key ships in every frontend, so plain equality leaks nothing.)
-   */
-  function sessionToken(request: Request): string | null {
-    const token = bearerToken(request);
-    return token !== null && token === config.supabase.anonKey ? null : token;
-  }
+  const sessionToken = (request: Request) => sessionBearer(request, config.publicApiKeys);
 
   async function requireSession(request: Request): Promise<VerifiedSession> {
     const token = sessionToken(request);

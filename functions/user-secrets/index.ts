@@ -1,4 +1,4 @@
 import { bootFunction } from "../_shared/boot.ts";
 import { createUserSecretsHandler } from "./handler.ts";
 
-Deno.serve(await bootFunction(createUserSecretsHandler));
+Deno.serve(bootFunction(createUserSecretsHandler));

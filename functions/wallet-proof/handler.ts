@@ -7,7 +7,7 @@ import { z } from "zod";
 import type { ServiceContext } from "../_shared/context.ts";
 import { checksumAddress } from "../_shared/eth.ts";
 import { ServiceError } from "../_shared/errors.ts";
-import { bearerToken, type Handler, json, readJson, router } from "../_shared/http.ts";
+import { type Handler, json, readJson, router, sessionBearer } from "../_shared/http.ts";
 import {
   clientIp,
   enforceRateLimit,
@@ -239,7 +239,7 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
   }
 
   async function logout(request: Request): Promise<Response> {
-    const token = bearerToken(request);
+    const token = sessionBearer(request, config.publicApiKeys);
     if (token === null) {
       throw new ServiceError("missing_token", "Send Authorization: Bearer <token>.");
     }

@@ -1,4 +1,4 @@
 import { bootFunction } from "../_shared/boot.ts";
 import { createWalletProofHandler } from "./handler.ts";
 
-Deno.serve(await bootFunction(createWalletProofHandler));
+Deno.serve(bootFunction(createWalletProofHandler));

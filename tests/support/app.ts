@@ -6,7 +6,7 @@ import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from 
 import { type AppConfig, parseConfig } from "../../functions/_shared/config.ts";
 import { createServiceContext, type ServiceContext } from "../../functions/_shared/context.ts";
 import { silentLogger } from "../../functions/_shared/log.ts";
-import { createLocalApp, type LocalApp } from "../../server/app.ts";
+import { createLocalApp, LOCAL_ANON_KEY, type LocalApp } from "../../server/app.ts";
 import { generateDevKeys } from "../../server/dev-keys.ts";
 import { type Engine, openTestDatabase, type TestDatabase } from "./database.ts";
 
@@ -28,6 +28,7 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
   return {
     APP_ENV: "test",
     PROJECT_NAME: "wallet-vault-test",
+    SUPABASE_ANON_KEY: LOCAL_ANON_KEY,
     ...generateDevKeys(),
     RATE_LIMIT_NONCE_PER_MINUTE: "100000",
     RATE_LIMIT_PROOF_PER_MINUTE: "100000",

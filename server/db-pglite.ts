@@ -1,6 +1,12 @@
 import { PGlite } from "@electric-sql/pglite";
 import { pgcrypto } from "@electric-sql/pglite/contrib/pgcrypto";
-import type { Database, DatabaseSettings, Queryable, Row, Statement } from "./db.ts";
+import type {
+  Database,
+  DatabaseSettings,
+  Queryable,
+  Row,
+  Statement,
+} from "../functions/_shared/db.ts";
 
 type PgliteSettings = Extract<DatabaseSettings, { engine: "pglite" }>;
 

@@ -1,0 +1,281 @@
+/**
+ * The deployed shape, end to end: every function in its own process with the edge runtime's
+ * permissions (`--allow-net --allow-env` only) and only Supabase's environment plus the function
+ * secrets, APP_ENV=production, two instances each behind a round-robin gateway, and Postgres
+ * reached through PgBouncer in transaction mode with fewer server connections than clients.
+ * Through that gateway: the full sign-in, the vault, reveal, a replay race across instances, and
+ * supabase-js with and without a session.
+ */
+import assert from "node:assert/strict";
+import { createClient, FunctionsHttpError } from "@supabase/supabase-js";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { openTestDatabase } from "./support/database.ts";
+import { type EdgeShape, startEdgeShape, supabaseShapedKey } from "./support/edge.ts";
+import { findPgBouncer, startPgBouncer } from "./support/pgbouncer.ts";
+
+const ORIGIN = "https://app.example.com";
+const lookup = await findPgBouncer();
+if ("missing" in lookup) console.warn(`skipping the edge-shape tests: ${lookup.missing}`);
+
+function randomSecret(bytes: number): string {
+  return btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(bytes))));
+}
+
+type Json = Record<string, unknown>;
+
+function client(edge: EdgeShape) {
+  return async (
+    path: string,
+    init: { method?: string; token?: string; serverToken?: string; body?: unknown } = {},
+  ): Promise<{ status: number; body: Json; headers: Headers }> => {
+    const headers: Record<string, string> = { origin: ORIGIN };
+    if (init.body !== undefined) headers["content-type"] = "application/json";
+    if (init.token) headers.authorization = `Bearer ${init.token}`;
+    if (init.serverToken) headers["x-service-server-secret"] = init.serverToken;
+    const response = await fetch(`${edge.url}${path}`, {
+      method: init.method ?? "GET",
+      headers,
+      body: init.body === undefined ? undefined : JSON.stringify(init.body),
+    });
+    const text = await response.text();
+    return {
+      status: response.status,
+      body: text === "" ? {} : JSON.parse(text),
+      headers: response.headers,
+    };
+  };
+}
+
+Deno.test({
+  name: "the functions as Supabase hosts them",
+  ignore: "missing" in lookup,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn(t) {
+    if (!("found" in lookup)) return;
+    const database = await openTestDatabase("postgres");
+    const pooler = await startPgBouncer(lookup.found, { poolSize: 2 });
+    const publishableKey = supabaseShapedKey("sb_publishable_");
+    const anonKey = `eyJ${randomSecret(24).replace(/[+/=]/g, "")}`;
+    const serverRevealToken = randomSecret(32);
+    const dbName = new URL(database.url!).pathname.slice(1);
+    const env = {
+      // What Supabase provides every function.
+      SUPABASE_URL: "https://edgeshape.supabase.co",
+      SUPABASE_DB_URL: database.url!,
+      SUPABASE_ANON_KEY: anonKey,
+      SUPABASE_SERVICE_ROLE_KEY: `eyJ${randomSecret(24).replace(/[+/=]/g, "")}`,
+      SUPABASE_PUBLISHABLE_KEYS: JSON.stringify({ default: publishableKey }),
+      SUPABASE_SECRET_KEYS: JSON.stringify({ default: supabaseShapedKey("sb_secret_") }),
+      SUPABASE_JWKS: JSON.stringify({ keys: [] }),
+      // The function secrets a deployer sets (`supabase secrets set`).
+      APP_ENV: "production",
+      DATABASE_URL: pooler.urlFor(dbName),
+      ENCRYPTION_KEYS: `k1:${randomSecret(32)}`,
+      SERVER_REVEAL_TOKEN: serverRevealToken,
+      JWT_SECRET: randomSecret(48),
+      ALLOWED_ORIGINS: ORIGIN,
+      RATE_LIMIT_NONCE_PER_MINUTE: "1000",
+      RATE_LIMIT_PROOF_PER_MINUTE: "1000",
+    };
+    const edge = await startEdgeShape({ env });
+    const call = client(edge);
+    const secretValues: string[] = [];
+
+    async function signIn(prefix: string, account = privateKeyToAccount(generatePrivateKey())) {
+      const nonce = await call(`${prefix}/nonce`, {
+        method: "POST",
+        body: { address: account.address, chainId: 1 },
+      });
+      assert.equal(nonce.status, 200, JSON.stringify(nonce.body));
+      const message = nonce.body.message as string;
+      const signature = await account.signMessage({ message });
+      const proof = await call(
+        prefix === "/functions/v1/api/auth" ? `${prefix}/wallet-proof` : `${prefix}`,
+        {
+          method: "POST",
+          body: { message, signature },
+        },
+      );
+      assert.equal(proof.status, 200, JSON.stringify(proof.body));
+      return proof.body as { access_token: string; refresh_token: string; user: { id: string } };
+    }
+
+    try {
+      await t.step("each function runs with only --allow-net --allow-env, twice", () => {
+        for (const ports of Object.values(edge.instances)) assert.equal(ports.length, 2);
+      });
+
+      for (
+        const [label, auth, secrets] of [
+          ["the api function", "/functions/v1/api/auth", "/functions/v1/api/secrets"],
+          ["the functions' own URLs", "/functions/v1/wallet-proof", "/functions/v1/user-secrets"],
+        ] as const
+      ) {
+        await t.step(
+          `${label}: sign in, save, list, reveal, delete, refresh, sign out`,
+          async () => {
+            const nonceRoute = auth;
+            const session = await signIn(nonceRoute);
+            const value = `sk-edge-${crypto.randomUUID()}`;
+            secretValues.push(value);
+
+            const saved = await call(secrets, {
+              method: "PUT",
+              token: session.access_token,
+              body: { secretType: "provider_b_key", value },
+            });
+            assert.equal(saved.status, 200, JSON.stringify(saved.body));
+            assert.equal(saved.body.created, true);
+
+            const listed = await call(secrets, { token: session.access_token });
+            assert.equal(listed.status, 200);
+            assert.deepEqual(
+              (listed.body.secrets as { secretType: string }[]).map((s) => s.secretType),
+              ["provider_b_key"],
+            );
+            assert.ok(!JSON.stringify(listed.body).includes(value));
+            assert.equal(listed.body.storage, "postgres:public.user_secrets");
+
+            const revealed = await call(`${secrets}/reveal`, {
+              method: "POST",
+              token: session.access_token,
+              serverToken: serverRevealToken,
+              body: { secretTypes: ["provider_b_key"] },
+            });
+            assert.equal(revealed.status, 200, JSON.stringify(revealed.body));
+            assert.equal((revealed.body.secrets as { value: string }[])[0].value, value);
+
+            const withoutServerToken = await call(`${secrets}/reveal`, {
+              method: "POST",
+              token: session.access_token,
+              body: { secretTypes: ["provider_b_key"] },
+            });
+            assert.equal(withoutServerToken.status, 403);
+
+            const deleted = await call(secrets, {
+              method: "DELETE",
+              token: session.access_token,
+              body: { secretType: "provider_b_key" },
+            });
+            assert.deepEqual(deleted.body, { secretType: "provider_b_key", deleted: true });
+
+            const refreshed = await call(`${auth}/refresh`, {
+              method: "POST",
+              body: { refresh_token: session.refresh_token },
+            });
+            assert.equal(refreshed.status, 200, JSON.stringify(refreshed.body));
+            const next = refreshed.body as { access_token: string };
+
+            const loggedOut = await call(`${auth}/logout`, {
+              method: "POST",
+              token: next.access_token,
+            });
+            assert.equal(loggedOut.status, 204);
+            const after = await call(secrets, { token: next.access_token });
+            assert.equal(after.status, 401);
+            assert.equal((after.body.error as { code: string }).code, "session_revoked");
+          },
+        );
+      }
+
+      await t.step(
+        "one signed nonce raced across every instance signs in exactly once",
+        async () => {
+          const account = privateKeyToAccount(generatePrivateKey());
+          const nonce = await call("/functions/v1/api/auth/nonce", {
+            method: "POST",
+            body: { address: account.address, chainId: 1 },
+          });
+          const message = nonce.body.message as string;
+          const signature = await account.signMessage({ message });
+          // Half through the api function's instances, half through wallet-proof's.
+          const attempts = await Promise.all(
+            Array.from({ length: 8 }, (_, i) =>
+              call(
+                i % 2 === 0 ? "/functions/v1/api/auth/wallet-proof" : "/functions/v1/wallet-proof",
+                {
+                  method: "POST",
+                  body: { message, signature },
+                },
+              )),
+          );
+          const statuses = attempts.map((attempt) => attempt.status).sort();
+          assert.deepEqual(statuses, [200, 401, 401, 401, 401, 401, 401, 401]);
+          for (const attempt of attempts.filter((a) => a.status === 401)) {
+            assert.equal((attempt.body.error as { code: string }).code, "nonce_used");
+          }
+        },
+      );
+
+      await t.step(
+        "supabase-js with the publishable key and no session gets the status view",
+        async () => {
+          for (const key of [publishableKey, anonKey]) {
+            const supabase = createClient(edge.url, key, {
+              auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
+            });
+            const status = await supabase.functions.invoke("user-secrets", { method: "GET" });
+            assert.equal(status.error, null);
+            assert.deepEqual(status.data.secrets, []);
+            const viaApi = await supabase.functions.invoke("api/secrets", { method: "GET" });
+            assert.equal(viaApi.error, null);
+            assert.equal(viaApi.data.configured, true);
+            const logout = await supabase.functions.invoke("wallet-proof/logout", {
+              method: "POST",
+            });
+            assert.ok(logout.error instanceof FunctionsHttpError);
+            const answer = await (logout.error.context as Response).json();
+            assert.equal(answer.error.code, "missing_token");
+          }
+        },
+      );
+
+      await t.step(
+        "a bearer that merely looks like a publishable key is a failed token",
+        async () => {
+          const lookalike = await call("/functions/v1/user-secrets", {
+            token: supabaseShapedKey("sb_publishable_"),
+          });
+          assert.equal(lookalike.status, 401);
+          assert.equal((lookalike.body.error as { code: string }).code, "invalid_token");
+        },
+      );
+
+      await t.step(
+        "supabase-js with a session saves and lists through functions.invoke",
+        async () => {
+          const session = await signIn("/functions/v1/wallet-proof");
+          const supabase = createClient(edge.url, publishableKey, {
+            auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },
+          });
+          const headers = { authorization: `Bearer ${session.access_token}` };
+          const value = `sk-edge-js-${crypto.randomUUID()}`;
+          secretValues.push(value);
+          const saved = await supabase.functions.invoke("user-secrets", {
+            method: "PUT",
+            headers,
+            body: { secretType: "provider_c_key", value },
+          });
+          assert.equal(saved.error, null);
+          const listed = await supabase.functions.invoke("api/secrets", { method: "GET", headers });
+          assert.deepEqual(
+            listed.data.secrets.map((s: { secretType: string }) => s.secretType),
+            ["provider_c_key"],
+          );
+        },
+      );
+
+      await t.step("the instances' logs hold no secret value, token or key", () => {
+        const logs = edge.output();
+        for (const secret of [...secretValues, serverRevealToken, env.JWT_SECRET, publishableKey]) {
+          assert.ok(!logs.includes(secret), "a secret reached the logs");
+        }
+      });
+    } finally {
+      await edge.stop();
+      await pooler.stop();
+      await database.close();
+    }
+  },
+});

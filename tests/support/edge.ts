@@ -1,0 +1,168 @@
+/**
+ * The functions as Supabase's edge runtime runs them: each `functions/<name>/index.ts` in its own
+ * process with `deno run --allow-net --allow-env` only (no read, write, run or sys), its port from
+ * DENO_SERVE_ADDRESS, and only the environment Supabase provides plus the function secrets. Two
+ * instances of each sit behind a small gateway that maps `/functions/v1/<name>/*` onto `/<name>/*`
+ * round-robin, as Supabase's gateway hands a function its path.
+ *
+ * What this does not reproduce: Supabase's own gateway (its JWT check, headers and limits), the
+ * edge runtime's isolate recycling, wall-clock, CPU and memory limits.
+ */
+import { freePort } from "./pg-cluster.ts";
+
+export const FUNCTION_NAMES = ["wallet-proof", "user-secrets", "api"] as const;
+export type FunctionName = typeof FUNCTION_NAMES[number];
+
+const ROOT = new URL("../../", import.meta.url);
+
+export interface EdgeShape {
+  /** The gateway, like `https://<project>.supabase.co`. */
+  readonly url: string;
+  /** Every function instance's own port, by function. */
+  readonly instances: Readonly<Record<FunctionName, readonly number[]>>;
+  /** Everything the instances printed (their logs), for leak checks. */
+  output(): string;
+  stop(): Promise<void>;
+}
+
+export interface EdgeOptions {
+  /** The environment each instance gets, and nothing else (but the runtime's own cache dir). */
+  readonly env: Readonly<Record<string, string>>;
+  readonly instancesPerFunction?: number;
+  readonly functions?: readonly FunctionName[];
+}
+
+/** Where Deno keeps downloaded modules: the runtime's own, not the function's environment. */
+async function denoDir(): Promise<string> {
+  const given = Deno.env.get("DENO_DIR");
+  if (given) return given;
+  const { stdout } = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json"],
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  return JSON.parse(new TextDecoder().decode(stdout)).denoDir;
+}
+
+export async function startEdgeShape(options: EdgeOptions): Promise<EdgeShape> {
+  const cache = await denoDir();
+  const functions = options.functions ?? FUNCTION_NAMES;
+  const perFunction = options.instancesPerFunction ?? 2;
+  const children: Deno.ChildProcess[] = [];
+  let output = "";
+  const instances = {} as Record<FunctionName, number[]>;
+
+  const collect = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoder();
+    for await (const chunk of stream) output += decoder.decode(chunk, { stream: true });
+  };
+
+  for (const name of functions) {
+    instances[name] = [];
+    for (let i = 0; i < perFunction; i++) {
+      const port = freePort();
+      const child = new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "--allow-net",
+          "--allow-env",
+          "--no-prompt",
+          `functions/${name}/index.ts`,
+        ],
+        cwd: ROOT.pathname,
+        clearEnv: true,
+        env: {
+          ...options.env,
+          DENO_SERVE_ADDRESS: `tcp:127.0.0.1:${port}`,
+          DENO_DIR: cache,
+          DENO_NO_UPDATE_CHECK: "1",
+          NO_COLOR: "1",
+        },
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      collect(child.stdout).catch(() => {});
+      collect(child.stderr).catch(() => {});
+      children.push(child);
+      instances[name].push(port);
+    }
+  }
+
+  const stopAll = async () => {
+    for (const child of children) {
+      try {
+        child.kill("SIGTERM");
+      } catch {
+        // already exited
+      }
+    }
+    await Promise.all(children.map((child) => child.status));
+  };
+
+  try {
+    await Promise.all(
+      Object.values(instances).flat().map((port) => waitForListener(port, () => output)),
+    );
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+
+  // Round-robin per function, like a platform spreading requests over warm instances.
+  const next = new Map<string, number>();
+  const gateway = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    async (request, info) => {
+      const url = new URL(request.url);
+      const match = /^\/functions\/v1\/([a-z-]+)(\/.*)?$/.exec(url.pathname);
+      const ports = match ? instances[match[1] as FunctionName] : undefined;
+      if (!match || !ports) return new Response("no such function", { status: 404 });
+      const turn = next.get(match[1]) ?? 0;
+      next.set(match[1], turn + 1);
+      const target = `http://127.0.0.1:${ports[turn % ports.length]}/${match[1]}${
+        match[2] ?? ""
+      }${url.search}`;
+      const headers = new Headers(request.headers);
+      // The platform's edge names the client by the socket it saw.
+      headers.set("x-forwarded-for", info.remoteAddr.hostname);
+      const upstream = await fetch(target, {
+        method: request.method,
+        headers,
+        body: request.body === null ? null : await request.arrayBuffer(),
+        redirect: "manual",
+      });
+      return new Response(upstream.body, { status: upstream.status, headers: upstream.headers });
+    },
+  );
+
+  return {
+    url: `http://127.0.0.1:${gateway.addr.port}`,
+    instances,
+    output: () => output,
+    async stop() {
+      await gateway.shutdown();
+      await stopAll();
+    },
+  };
+}
+
+async function waitForListener(port: number, log: () => string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      (await Deno.connect({ hostname: "127.0.0.1", port })).close();
+      return;
+    } catch {
+      if (Date.now() > deadline) {
+        throw new Error(`a function on port ${port} did not start:\n${log().slice(-2000)}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+/** A key shaped like Supabase's, for the environment Supabase provides. */
+export function supabaseShapedKey(prefix: "sb_publishable_" | "sb_secret_"): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(24));
+  return prefix + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
