@@ -32,6 +32,12 @@ export interface AppConfig {
     readonly noncePerIpPerMinute: number;
     readonly proofPerIpPerMinute: number;
     readonly proofPerAddressPerMinute: number;
+    /** Vault PUTs and DELETEs per creator. */
+    readonly vaultWritesPerMinute: number;
+    /** Reveals per creator. */
+    readonly revealsPerMinute: number;
+    /** Reveals per server reveal token, every creator together. */
+    readonly revealsPerTokenPerMinute: number;
   };
   /** Where deployed functions live (`${SUPABASE_URL}/functions/v1`); the /api proxy forwards there. */
   readonly functionsUrl: string | null;
@@ -102,6 +108,9 @@ const envSchema = z.object({
   RATE_LIMIT_NONCE_PER_MINUTE: positiveInt(60, 1_000_000),
   RATE_LIMIT_PROOF_PER_MINUTE: positiveInt(30, 1_000_000),
   RATE_LIMIT_PROOF_PER_ADDRESS_PER_MINUTE: positiveInt(10, 1_000_000),
+  RATE_LIMIT_VAULT_WRITES_PER_MINUTE: positiveInt(60, 1_000_000),
+  RATE_LIMIT_REVEALS_PER_MINUTE: positiveInt(60, 1_000_000),
+  RATE_LIMIT_REVEALS_PER_TOKEN_PER_MINUTE: positiveInt(6000, 1_000_000),
   SUPABASE_URL: optionalString,
   SUPABASE_ANON_KEY: optionalString,
   SUPABASE_SERVICE_ROLE_KEY: optionalString,
@@ -178,6 +187,9 @@ export function parseConfig(env: Env): AppConfig {
       noncePerIpPerMinute: vars.RATE_LIMIT_NONCE_PER_MINUTE,
       proofPerIpPerMinute: vars.RATE_LIMIT_PROOF_PER_MINUTE,
       proofPerAddressPerMinute: vars.RATE_LIMIT_PROOF_PER_ADDRESS_PER_MINUTE,
+      vaultWritesPerMinute: vars.RATE_LIMIT_VAULT_WRITES_PER_MINUTE,
+      revealsPerMinute: vars.RATE_LIMIT_REVEALS_PER_MINUTE,
+      revealsPerTokenPerMinute: vars.RATE_LIMIT_REVEALS_PER_TOKEN_PER_MINUTE,
     },
     functionsUrl: supabaseUrl ? `${supabaseUrl}/functions/v1` : null,
     supabase: {
