@@ -69,6 +69,19 @@ function supabaseLikeSetup(owner: string): string {
       grant all on sequences to anon, authenticated, service_role;`;
 }
 
+const PGTAP_DIR = new URL("../supabase/tests/database/", import.meta.url);
+
+/** pg_prove on the PATH and the pgtap extension on the server (tests/pgtap_test.ts says why not). */
+async function pgProveReady(sql: postgres.Sql): Promise<boolean> {
+  try {
+    await new Deno.Command("pg_prove", { args: ["--version"], stdout: "null", stderr: "null" })
+      .output();
+  } catch {
+    return false;
+  }
+  return (await sql`select 1 from pg_available_extensions where name = 'pgtap'`).length > 0;
+}
+
 function send(app: TestApp, method: string, path: string, token: string, body?: unknown) {
   const headers = bearer(token, { "content-type": "application/json" });
   if (path.endsWith("/reveal")) headers["x-service-server-secret"] = app.config.serverRevealToken;
@@ -272,6 +285,25 @@ Deno.test({
         const report = await rotateKeys(db, await importKeyring([k2, k1]));
         assert.equal(report.rotated, 2, "the remaining row of each creator");
         assert.deepEqual(report.rowsByKeyId, { k2: 2 });
+      });
+
+      await t.step({
+        name: "the pgTAP files pass with pg_prove connected as that role (as `supabase test db`)",
+        ignore: !(await pgProveReady(setup)),
+        async fn() {
+          await setup.unsafe(`
+            create extension if not exists pgtap with schema extensions;
+            alter database ${database} set search_path = "$user", public, extensions;`);
+          const files = (await Array.fromAsync(Deno.readDir(PGTAP_DIR)))
+            .filter((entry) => entry.name.endsWith(".test.sql"))
+            .map((entry) => new URL(entry.name, PGTAP_DIR).pathname).sort();
+          const args = ["-h", ownerUrl.hostname, "-U", owner, "-d", database, ...files];
+          if (ownerUrl.port) args.splice(2, 0, "-p", ownerUrl.port);
+          const { code, stdout, stderr } = await new Deno.Command("pg_prove", { args }).output();
+          const output = new TextDecoder().decode(stdout) + new TextDecoder().decode(stderr);
+          assert.equal(code, 0, output);
+          assert.match(output, /Result: PASS/, output);
+        },
       });
     } finally {
       await db.close();
