@@ -202,7 +202,24 @@ describeWithDatabase("schema and row-level security", {
         );
         assert.deepEqual(rows, [], `${label}: ${table}`);
       }
+      for (
+        const sql of [
+          "update public.user_secrets set hint = '…0000', ciphertext = $2 where user_id = $1",
+          "delete from public.user_secrets where user_id = $1 and $2::bytea is not null",
+        ]
+      ) {
+        await assert.rejects(
+          asCreator(db, claims, (tx) => tx.query(sql, [dana, new Uint8Array(32)])),
+          (error: { code?: string }) => error.code === INSUFFICIENT_PRIVILEGE,
+          `${label}: ${sql}`,
+        );
+      }
     }
+    const [untouched] = await db.query<{ hint: string | null }>(
+      "select hint from public.user_secrets where user_id = $1",
+      [dana],
+    );
+    assert.deepEqual(untouched, { hint: null }, "the row is as it was");
     // The same rows with the live session: the policy, not the data, made the difference.
     for (const table of ["user_secrets", "secret_events"]) {
       const rows = await asCreator(

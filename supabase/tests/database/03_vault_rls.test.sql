@@ -3,7 +3,7 @@
 -- and authenticated writes nothing, not even its own rows.
 begin;
 create extension if not exists pgtap with schema extensions;
-select plan(24);
+select plan(26);
 
 -- Two creators; Alice with a live, a revoked and an expired session, Bob with a live one.
 insert into public.wallet_users (id, wallet_address) values
@@ -92,6 +92,11 @@ select is_empty($$ select 1 from public.user_secrets $$,
   'a revoked session''s claims see no vault row');
 select is_empty($$ select 1 from public.secret_events $$,
   'a revoked session''s claims see no audit event');
+select throws_ok(
+  $$ update public.user_secrets set ciphertext = '\x0505050505050505050505050505050505'::bytea $$,
+  '42501', null, 'a revoked session''s claims cannot update vault rows');
+select throws_ok($$ delete from public.user_secrets $$,
+  '42501', null, 'a revoked session''s claims cannot delete vault rows');
 reset role;
 
 set local request.jwt.claims to
