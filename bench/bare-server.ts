@@ -6,6 +6,9 @@
  *   GET  /ready                      200
  *   GET  /?user=<uuid>               read: the creator's masked rows (what GET /api/secrets reads)
  *   POST /reveal?user=<uuid>         read: the creator's ciphertexts (what reveal reads)
+ *   POST /reveal-audited?user=<uuid> the same read and one committed insert (an audit row), in one
+ *                                    transaction and one round trip (BEGIN, both, COMMIT pipelined):
+ *                                    the least an audited reveal can do
  *   PUT  /?user=<uuid>&type=<type>   write: one upsert of a ciphertext row (what PUT writes)
  */
 import { parseConfig } from "../functions/_shared/config.ts";
@@ -40,6 +43,27 @@ async function ciphertexts(user: string | null): Promise<Response> {
   });
 }
 
+async function auditedCiphertexts(user: string | null): Promise<Response> {
+  const [read, audit] = await db.batch([
+    {
+      text:
+        "select secret_type, ciphertext, iv, key_id from public.user_secrets where user_id = $1",
+      params: [user],
+    },
+    {
+      text: `insert into public.secret_events (user_id, secret_type, action)
+               values ($1, 'provider_a_api_key', 'reveal')`,
+      params: [user],
+    },
+  ]);
+  if (read.status === "rejected") throw read.reason;
+  if (audit.status === "rejected") throw audit.reason;
+  const rows = read.value as { secret_type: string; ciphertext: Uint8Array }[];
+  return Response.json({
+    secrets: rows.map((row) => ({ secretType: row.secret_type, bytes: row.ciphertext.length })),
+  });
+}
+
 async function upsert(user: string | null, type: string | null): Promise<Response> {
   const [row] = await db.query<{ updated_at: Date; created: boolean }>(
     `insert into public.user_secrets (user_id, secret_type, ciphertext, iv, key_id)
@@ -68,6 +92,7 @@ const server = Deno.serve(
     const user = url.searchParams.get("user");
     if (url.pathname === "/ready") return new Response("ok");
     if (url.pathname === "/reveal") return ciphertexts(user);
+    if (url.pathname === "/reveal-audited") return auditedCiphertexts(user);
     if (request.method === "PUT") return upsert(user, url.searchParams.get("type"));
     return list(user);
   },

@@ -3,7 +3,7 @@
  * own vault rows and events, the API roles reach nothing else, and migrations apply once.
  */
 import assert from "node:assert/strict";
-import { asCreator, type Database } from "../functions/_shared/db.ts";
+import { asCreator, type CreatorClaims, type Database } from "../functions/_shared/db.ts";
 import { migrate, readMigrations } from "../server/migrations.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 
@@ -23,7 +23,38 @@ async function storeRaw(db: Database, userId: string, secretType: string): Promi
   );
 }
 
-const claimsOf = (sub: string) => ({ sub, role: "authenticated" as const });
+type SessionState = "live" | "revoked" | "expired";
+
+/** A session row for `userId`, in the given state; returns its id. */
+async function createSession(
+  db: Database,
+  userId: string,
+  state: SessionState = "live",
+): Promise<string> {
+  const [row] = await db.query<{ id: string }>(
+    `insert into public.auth_sessions (user_id, expires_at, revoked_at, revoked_reason)
+     values ($1,
+       now() + case when $2 = 'expired' then interval '-1 minute' else interval '1 hour' end,
+       case when $2 = 'revoked' then now() end,
+       case when $2 = 'revoked' then 'logout' end)
+     returning id`,
+    [userId, state],
+  );
+  return row.id;
+}
+
+/** The claims a session's access token carries (sub, role, session_id). */
+const claimsOf = (sub: string, sessionId?: string): CreatorClaims => ({
+  sub,
+  role: "authenticated",
+  ...(sessionId === undefined ? {} : { session_id: sessionId }),
+});
+
+/** A creator with a live session: its user id and its session's claims. */
+async function creatorWithSession(db: Database, hex: string) {
+  const id = await createUser(db, hex);
+  return { id, claims: claimsOf(id, await createSession(db, id)) };
+}
 
 /** Runs one statement as `role` (anon or authenticated) and returns its rows or its error code. */
 async function attempt(
@@ -48,104 +79,164 @@ async function attempt(
 const INSUFFICIENT_PRIVILEGE = "42501";
 
 describeWithDatabase("schema and row-level security", {
-  async "a creator sees only its own secrets"({ database: { db } }) {
-    const alice = await createUser(db, "a");
-    const bob = await createUser(db, "b");
-    await storeRaw(db, alice, "provider_b_key");
-    await storeRaw(db, bob, "provider_b_key");
-    await storeRaw(db, bob, "provider_c_key");
-    const seen = await asCreator(db, claimsOf(alice), (tx) =>
+  async "a creator with a live session sees only its own secrets"({ database: { db } }) {
+    const alice = await creatorWithSession(db, "a");
+    const bob = await creatorWithSession(db, "b");
+    await storeRaw(db, alice.id, "provider_b_key");
+    await storeRaw(db, bob.id, "provider_b_key");
+    await storeRaw(db, bob.id, "provider_c_key");
+    const seen = await asCreator(db, alice.claims, (tx) =>
       // Deliberately no where clause: RLS alone must filter.
       tx.query<{ user_id: string }>("select user_id from public.user_secrets"));
-    assert.deepEqual(seen.map((r) => r.user_id), [alice]);
+    assert.deepEqual(seen.map((r) => r.user_id), [alice.id]);
   },
 
-  async "a creator can neither change nor delete another creator's rows"({ database: { db } }) {
-    const [bob] = await db.query<{ id: string }>(
-      "select id from public.wallet_users where wallet_address = $1",
-      [`0x${"b".repeat(40)}`],
+  async "authenticated can neither change, delete nor insert vault rows, its own included"(
+    { database: { db } },
+  ) {
+    const [alice, bob] = await db.query<{ id: string }>(
+      "select id from public.wallet_users where wallet_address = any($1) order by wallet_address",
+      [[`0x${"a".repeat(40)}`, `0x${"b".repeat(40)}`]],
     );
-    const [alice] = await db.query<{ id: string }>(
-      "select id from public.wallet_users where wallet_address = $1",
-      [`0x${"a".repeat(40)}`],
+    const [{ id: session }] = await db.query<{ id: string }>(
+      "select id from public.auth_sessions where user_id = $1",
+      [alice.id],
     );
-    const changed = await asCreator(
-      db,
-      claimsOf(alice.id),
-      (tx) => tx.query("update public.user_secrets set key_id = 'stolen' returning secret_type"),
-    );
-    assert.equal(changed.length, 1, "only Alice's own row is updatable");
-    const deleted = await asCreator(
-      db,
-      claimsOf(alice.id),
-      (tx) =>
-        tx.query("delete from public.user_secrets where user_id = $1 returning secret_type", [
-          bob.id,
-        ]),
-    );
-    assert.equal(deleted.length, 0);
-    const [{ count }] = await db.query<{ count: number }>(
-      "select count(*)::int as count from public.user_secrets where user_id = $1 and key_id = 'k1'",
-      [bob.id],
-    );
-    assert.equal(count, 2, "Bob's rows are untouched");
-  },
-
-  async "a creator cannot write a row in another creator's name"({ database: { db } }) {
-    const alice = await createUser(db, "c");
-    const bob = await createUser(db, "d");
-    await assert.rejects(
-      asCreator(db, claimsOf(alice), (tx) =>
-        tx.query(
-          `insert into public.user_secrets (user_id, secret_type, ciphertext, iv, key_id)
+    const writes: [string, unknown[]][] = [
+      ["update public.user_secrets set key_id = 'stolen' where user_id = $1", [alice.id]],
+      ["update public.user_secrets set hint = '…0000', ciphertext = ciphertext", []],
+      ["delete from public.user_secrets where user_id = $1", [alice.id]],
+      ["delete from public.user_secrets where user_id = $1", [bob.id]],
+      [
+        `insert into public.user_secrets (user_id, secret_type, ciphertext, iv, key_id)
            values ($1, 'provider_e_key', $2, $3, 'k1')`,
-          [bob, new Uint8Array(32), new Uint8Array(12)],
-        )),
-      (error: { code?: string }) => error.code === INSUFFICIENT_PRIVILEGE,
+        [alice.id, new Uint8Array(32), new Uint8Array(12)],
+      ],
+      [
+        `insert into public.user_secrets (user_id, secret_type, ciphertext, iv, key_id)
+           values ($1, 'provider_e_key', $2, $3, 'k1')`,
+        [bob.id, new Uint8Array(32), new Uint8Array(12)],
+      ],
+    ];
+    for (const [sql, params] of writes) {
+      await assert.rejects(
+        asCreator(db, claimsOf(alice.id, session), (tx) => tx.query(sql, params)),
+        (error: { code?: string }) => error.code === INSUFFICIENT_PRIVILEGE,
+        sql,
+      );
+    }
+    const [{ count }] = await db.query<{ count: number }>(
+      "select count(*)::int as count from public.user_secrets where key_id = 'k1' and hint is null",
     );
+    assert.equal(count, 3, "every row is untouched");
   },
 
   async "a creator reads only its own audit events and cannot forge them"({ database: { db } }) {
-    const alice = await createUser(db, "e");
-    const bob = await createUser(db, "f");
-    await storeRaw(db, alice, "provider_d_key");
-    await storeRaw(db, bob, "provider_d_key");
+    const alice = await creatorWithSession(db, "e");
+    const bob = await creatorWithSession(db, "f");
+    await storeRaw(db, alice.id, "provider_d_key");
+    await storeRaw(db, bob.id, "provider_d_key");
     const events = await asCreator(
       db,
-      claimsOf(alice),
+      alice.claims,
       (tx) =>
         tx.query<{ user_id: string; action: string }>(
           "select user_id, action from public.secret_events",
         ),
     );
-    assert.deepEqual(events, [{ user_id: alice, action: "put" }]);
+    assert.deepEqual(events, [{ user_id: alice.id, action: "put" }]);
     const forged = await attempt(
       db,
       "authenticated",
-      `insert into public.secret_events (user_id, secret_type, action) values ('${bob}', 'x', 'put')`,
-      alice,
+      `insert into public.secret_events (user_id, secret_type, action)
+         values ('${bob.id}', 'x', 'put')`,
+      alice.id,
     );
     assert.equal(forged.error, INSUFFICIENT_PRIVILEGE);
   },
 
-  async "the reveal audit function records only for the calling creator"({ database: { db } }) {
-    const alice = await createUser(db, "1");
-    await asCreator(
+  async "authenticated cannot write audit events through record_secret_reveal"(
+    { database: { db } },
+  ) {
+    const alice = await creatorWithSession(db, "1");
+    await assert.rejects(
+      asCreator(
+        db,
+        alice.claims,
+        (tx) =>
+          tx.query("select public.record_secret_reveal($1::text[])", [[
+            "provider_b_key",
+            "made_up_type",
+          ]]),
+      ),
+      (error: { code?: string }) => error.code === INSUFFICIENT_PRIVILEGE,
+    );
+    const rows = await db.query(
+      "select 1 from public.secret_events where user_id = $1 and action = 'reveal'",
+      [alice.id],
+    );
+    assert.deepEqual(rows, []);
+  },
+
+  async "claims of a revoked, expired, missing or another creator's session see no row"(
+    { database: { db } },
+  ) {
+    const dana = await createUser(db, "9");
+    const erin = await creatorWithSession(db, "8");
+    await storeRaw(db, dana, "provider_a_api_key");
+    const live = await createSession(db, dana);
+    const cases: [string, CreatorClaims][] = [
+      ["revoked", claimsOf(dana, await createSession(db, dana, "revoked"))],
+      ["expired", claimsOf(dana, await createSession(db, dana, "expired"))],
+      ["no session_id", claimsOf(dana)],
+      ["an unknown session", claimsOf(dana, crypto.randomUUID())],
+      ["a malformed session id", claimsOf(dana, "not-a-uuid")],
+      ["another creator's session", claimsOf(dana, erin.claims.session_id)],
+    ];
+    for (const [label, claims] of cases) {
+      for (const table of ["user_secrets", "secret_events"]) {
+        const rows = await asCreator(
+          db,
+          claims,
+          (tx) => tx.query(`select 1 from public.${table} where user_id = $1`, [dana]),
+        );
+        assert.deepEqual(rows, [], `${label}: ${table}`);
+      }
+      for (
+        const sql of [
+          "update public.user_secrets set hint = '…0000', ciphertext = $2 where user_id = $1",
+          "delete from public.user_secrets where user_id = $1 and $2::bytea is not null",
+        ]
+      ) {
+        await assert.rejects(
+          asCreator(db, claims, (tx) => tx.query(sql, [dana, new Uint8Array(32)])),
+          (error: { code?: string }) => error.code === INSUFFICIENT_PRIVILEGE,
+          `${label}: ${sql}`,
+        );
+      }
+    }
+    const [untouched] = await db.query<{ hint: string | null }>(
+      "select hint from public.user_secrets where user_id = $1",
+      [dana],
+    );
+    assert.deepEqual(untouched, { hint: null }, "the row is as it was");
+    // The same rows with the live session: the policy, not the data, made the difference.
+    for (const table of ["user_secrets", "secret_events"]) {
+      const rows = await asCreator(
+        db,
+        claimsOf(dana, live),
+        (tx) => tx.query(`select 1 from public.${table} where user_id = $1`, [dana]),
+      );
+      assert.equal(rows.length, 1, table);
+    }
+    // And once that session is revoked, its claims see nothing either.
+    await db.query("update public.auth_sessions set revoked_at = now() where id = $1", [live]);
+    const after = await asCreator(
       db,
-      claimsOf(alice),
-      (tx) =>
-        tx.query("select public.record_secret_reveal($1::text[])", [[
-          "provider_b_key",
-          "provider_c_key",
-        ]]),
+      claimsOf(dana, live),
+      (tx) => tx.query("select 1 from public.user_secrets"),
     );
-    const rows = await db.query<{ user_id: string; secret_type: string }>(
-      "select user_id, secret_type from public.secret_events where action = 'reveal' order by secret_type",
-    );
-    assert.deepEqual(rows, [
-      { user_id: alice, secret_type: "provider_b_key" },
-      { user_id: alice, secret_type: "provider_c_key" },
-    ]);
+    assert.deepEqual(after, []);
   },
 
   async "anon reaches no table at all"({ database: { db } }) {
@@ -203,6 +294,98 @@ describeWithDatabase("schema and row-level security", {
       `select outcome, session_id from (${calls[1]}) as result`,
     );
     assert.deepEqual(outcome, { outcome: "nonce_unknown", session_id: null });
+  },
+
+  async "neither API role can execute the vault's write, reveal or failure functions"(
+    { database: { db } },
+  ) {
+    const frank = await creatorWithSession(db, "6");
+    const session = frank.claims.session_id;
+    const calls = [
+      `select * from public.put_user_secret('${session}', '${frank.id}', 'provider_b_key',
+         '\\x${"00".repeat(32)}'::bytea, '\\x${"00".repeat(12)}'::bytea, 'k1', null, 100, 60)`,
+      `select * from public.delete_user_secret('${session}', '${frank.id}', 'provider_b_key', 100, 60)`,
+      `select * from public.reveal_user_secrets('${session}', '${frank.id}',
+         array['provider_b_key'], 'bucket', 100, 100, 60)`,
+      `select public.record_reveal_failure('${session}', '${frank.id}', array['provider_b_key'])`,
+    ];
+    for (const sql of calls) {
+      for (const role of ["anon", "authenticated"] as const) {
+        const result = await attempt(
+          db,
+          role,
+          sql,
+          role === "authenticated" ? frank.id : undefined,
+        );
+        assert.equal(result.error, INSUFFICIENT_PRIVILEGE, `${role}: ${sql}`);
+      }
+    }
+    const events = await db.query("select 1 from public.secret_events where user_id = $1", [
+      frank.id,
+    ]);
+    assert.deepEqual(events, [], "nothing was written");
+    // session_is_live() is what authenticated's policies call, so it is executable by it alone.
+    assert.equal(
+      (await attempt(db, "anon", "select public.session_is_live()")).error,
+      INSUFFICIENT_PRIVILEGE,
+    );
+    const asFrank = await asCreator(
+      db,
+      frank.claims,
+      (tx) => tx.query<{ live: boolean }>("select public.session_is_live() as live"),
+    );
+    assert.deepEqual(asFrank, [{ live: true }]);
+  },
+
+  async "the vault functions refuse an ended session and then write and count nothing"(
+    { database: { db } },
+  ) {
+    const gina = await createUser(db, "7");
+    await storeRaw(db, gina, "provider_c_key");
+    for (const state of ["revoked", "expired"] as const) {
+      const session = await createSession(db, gina, state);
+      const [put] = await db.query<{ outcome: string }>(
+        `select outcome from public.put_user_secret($1, $2, 'provider_b_key', $3, $4, 'k1', null,
+           100, 60)`,
+        [session, gina, new Uint8Array(32), new Uint8Array(12)],
+      );
+      const [removed] = await db.query<{ outcome: string }>(
+        "select outcome from public.delete_user_secret($1, $2, 'provider_c_key', 100, 60)",
+        [session, gina],
+      );
+      const revealed = await db.query<{ outcome: string; ciphertext: Uint8Array | null }>(
+        `select outcome, ciphertext from public.reveal_user_secrets($1, $2,
+           array['provider_c_key'], 'bucket', 100, 100, 60)`,
+        [session, gina],
+      );
+      assert.deepEqual(
+        [put.outcome, removed.outcome, revealed],
+        ["session_revoked", "session_revoked", [{ outcome: "session_revoked", ciphertext: null }]],
+        state,
+      );
+    }
+    // A live session of another creator is no key to Gina's rows either.
+    const other = await creatorWithSession(db, "4");
+    const [mismatch] = await db.query<{ outcome: string }>(
+      "select outcome from public.delete_user_secret($1, $2, 'provider_c_key', 100, 60)",
+      [other.claims.session_id, gina],
+    );
+    assert.equal(mismatch.outcome, "session_revoked");
+    const rows = await db.query<{ secret_type: string }>(
+      "select secret_type from public.user_secrets where user_id = $1",
+      [gina],
+    );
+    assert.deepEqual(rows, [{ secret_type: "provider_c_key" }]);
+    const trail = await db.query<{ action: string }>(
+      "select action from public.secret_events where user_id = $1 order by id",
+      [gina],
+    );
+    assert.deepEqual(trail, [{ action: "put" }], "only the seeding insert");
+    const counted = await db.query(
+      "select 1 from public.rate_limit_windows where bucket like $1",
+      [`vault:%${gina}`],
+    );
+    assert.deepEqual(counted, []);
   },
 
   async "row-level security is enabled and forced on every table"({ database: { db } }) {

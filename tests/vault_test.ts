@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { decodeJwt } from "jose";
 import { createServiceContext } from "../functions/_shared/context.ts";
-import { asCreator } from "../functions/_shared/db.ts";
+import { asCreator, type CreatorClaims } from "../functions/_shared/db.ts";
 import type { EncryptionKeySpec } from "../functions/_shared/config.ts";
 import { silentLogger } from "../functions/_shared/log.ts";
 import { SECRET_TYPES, type SecretType } from "../functions/_shared/secret-types.ts";
@@ -112,6 +112,17 @@ const newKey = (id: string): EncryptionKeySpec => ({
 const base64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
 const hex = (text: string) =>
   Array.from(new TextEncoder().encode(text), (b) => b.toString(16).padStart(2, "0")).join("");
+
+/** The claims a creator's live session gives row-level security (its access token's). */
+function sessionClaims(creator: SignedIn): CreatorClaims {
+  const claims = decodeJwt(creator.accessToken);
+  return {
+    sub: creator.userId,
+    role: "authenticated",
+    session_id: claims.session_id as string,
+    wallet_address: claims.wallet_address as string,
+  };
+}
 
 /** Every row of every table in public, as text (bytea as hex): what someone with a dump sees. */
 async function dumpEverything(app: TestApp): Promise<string> {
@@ -285,7 +296,9 @@ describeWithDatabase("secret vault", {
     await ok(put(app.fetch, alice.accessToken, "provider_d_key", uniqueValue()));
     await ok(put(app.fetch, bob.accessToken, "provider_d_key", uniqueValue()));
     const before = await rawRow(app, bob.userId, "provider_d_key");
-    const asAlice = { sub: alice.userId, role: "authenticated" as const };
+    const aliceBefore = await rawRow(app, alice.userId, "provider_d_key");
+    // Alice's own live session: the most `authenticated` can hold.
+    const asAlice = sessionClaims(alice);
 
     const seen = await asCreator(
       db,
@@ -296,17 +309,19 @@ describeWithDatabase("secret vault", {
     for (
       const sql of [
         "select * from public.user_secrets where user_id = $1",
-        "update public.user_secrets set key_id = 'k0' where user_id = $1 returning 1",
-        "update public.user_secrets set user_id = $1 where user_id = $1 returning 1",
-        "delete from public.user_secrets where user_id = $1 returning 1",
         "select * from public.secret_events where user_id = $1",
       ]
     ) {
       const rows = await asCreator(db, asAlice, (tx) => tx.query(sql, [bob.userId]));
       assert.deepEqual(rows, [], sql);
     }
-    // Moving her own row to Bob, or inserting one for him, is refused by the policy's check.
+    // `authenticated` writes nothing at all (the service writes through its checked functions):
+    // changing, deleting or moving rows, hers or Bob's, or inserting one for him, is refused.
     const refused: [string, unknown[]][] = [
+      ["update public.user_secrets set key_id = 'k0' where user_id = $1 returning 1", [bob.userId]],
+      ["update public.user_secrets set hint = '…xxxx' where user_id = $1", [alice.userId]],
+      ["delete from public.user_secrets where user_id = $1 returning 1", [bob.userId]],
+      ["delete from public.user_secrets where user_id = $1", [alice.userId]],
       ["update public.user_secrets set user_id = $1 where user_id = $2", [
         bob.userId,
         alice.userId,
@@ -324,8 +339,8 @@ describeWithDatabase("secret vault", {
         sql,
       );
     }
-    const after = await rawRow(app, bob.userId, "provider_d_key");
-    assert.deepEqual(after, before);
+    assert.deepEqual(await rawRow(app, bob.userId, "provider_d_key"), before);
+    assert.deepEqual(await rawRow(app, alice.userId, "provider_d_key"), aliceBefore);
   },
 
   async "GET never contains a value, whatever is stored"(app) {
@@ -841,7 +856,7 @@ describeWithDatabase("secret vault", {
     // The creator can read its own trail.
     const own = await asCreator(
       app.database.db,
-      { sub: creator.userId, role: "authenticated" },
+      sessionClaims(creator),
       (tx) => tx.query("select action from public.secret_events"),
     );
     assert.equal(own.length, trail.length);

@@ -32,6 +32,12 @@ export interface AppConfig {
     readonly noncePerIpPerMinute: number;
     readonly proofPerIpPerMinute: number;
     readonly proofPerAddressPerMinute: number;
+    /** Vault PUTs and DELETEs per creator. */
+    readonly vaultWritesPerMinute: number;
+    /** Reveals per creator. */
+    readonly revealsPerMinute: number;
+    /** Reveals per server reveal token, every creator together. */
+    readonly revealsPerTokenPerMinute: number;
   };
   readonly supabase: {
     readonly url: string | null;
@@ -113,6 +119,9 @@ const envSchema = z.object({
   RATE_LIMIT_NONCE_PER_MINUTE: positiveInt(60, 1_000_000),
   RATE_LIMIT_PROOF_PER_MINUTE: positiveInt(30, 1_000_000),
   RATE_LIMIT_PROOF_PER_ADDRESS_PER_MINUTE: positiveInt(10, 1_000_000),
+  RATE_LIMIT_VAULT_WRITES_PER_MINUTE: positiveInt(60, 1_000_000),
+  RATE_LIMIT_REVEALS_PER_MINUTE: positiveInt(60, 1_000_000),
+  RATE_LIMIT_REVEALS_PER_TOKEN_PER_MINUTE: positiveInt(6000, 1_000_000),
   SUPABASE_URL: optionalString,
   SUPABASE_ANON_KEY: optionalString,
   SUPABASE_SERVICE_ROLE_KEY: optionalString,
@@ -194,6 +203,9 @@ export function parseConfig(env: Env, defaults: ConfigDefaults = LOCAL_SERVER_DE
       noncePerIpPerMinute: vars.RATE_LIMIT_NONCE_PER_MINUTE,
       proofPerIpPerMinute: vars.RATE_LIMIT_PROOF_PER_MINUTE,
       proofPerAddressPerMinute: vars.RATE_LIMIT_PROOF_PER_ADDRESS_PER_MINUTE,
+      vaultWritesPerMinute: vars.RATE_LIMIT_VAULT_WRITES_PER_MINUTE,
+      revealsPerMinute: vars.RATE_LIMIT_REVEALS_PER_MINUTE,
+      revealsPerTokenPerMinute: vars.RATE_LIMIT_REVEALS_PER_TOKEN_PER_MINUTE,
     },
     supabase: {
       url: supabaseUrl,

@@ -142,7 +142,8 @@ export function createSessionTokens(options: SessionTokenOptions): SessionTokens
 const LIVE_SESSION = `select 1 from public.auth_sessions
   where id = $1 and user_id = $2 and revoked_at is null and expires_at > now()`;
 
-const sessionEnded = () =>
+/** The one error for a session that was logged out, revoked or has expired in the database. */
+export const sessionEnded = (): ServiceError =>
   new ServiceError("session_revoked", "This session has ended; sign in again.");
 
 /**

@@ -1,8 +1,10 @@
 /**
  * The user-secrets function: the creator's vault. Masked metadata only in reads; plaintext leaves
  * only through /reveal, to a caller holding both the creator's session and the server's token.
- * Every query for a creator runs through queryAsLiveSession (the creator's role and claims plus
- * the session's liveness), so row-level security, not only these queries' own filters, decides which rows are reachable.
+ * The masked list runs through queryAsLiveSession (the creator's role and claims plus the session's
+ * liveness), so row-level security, not only the query's own filter, decides which rows are
+ * reachable. Writes and reveals are one call each of a checked security definer function
+ * (vault-store.ts): `authenticated` itself can write nothing.
  */
 import type { ServiceContext } from "../_shared/context.ts";
 import { ServiceError } from "../_shared/errors.ts";
@@ -11,7 +13,15 @@ import { providerReadiness } from "../_shared/provider-routing.ts";
 import { SECRET_TYPES, type SecretType } from "../_shared/secret-types.ts";
 import { queryAsLiveSession, type VerifiedSession } from "../_shared/session-tokens.ts";
 import { hintFor, parseDeleteRequest, parsePutRequest, parseRevealRequest } from "./requests.ts";
-import { createRevealTokenCheck } from "./reveal-token.ts";
+import { createRevealTokenCheck, revealTokenBucket } from "./reveal-token.ts";
+import {
+  deleteSecret,
+  putSecret,
+  readForReveal,
+  recordRevealFailure,
+  type StoredRow,
+  type VaultLimits,
+} from "./vault-store.ts";
 
 export const FUNCTION_NAME = "user-secrets";
 
@@ -27,17 +37,17 @@ interface RevealedSecret {
   updatedAt: string;
 }
 
-type StoredRow = {
-  secret_type: SecretType;
-  ciphertext: Uint8Array;
-  iv: Uint8Array;
-  key_id: string;
-  updated_at: Date;
-};
+type DecryptionFailure = "encryption_key_unavailable" | "decryption_failed";
 
 export function createUserSecretsHandler(context: ServiceContext): Handler {
   const { config, db, keyring, log, sessions } = context;
   const checkRevealToken = createRevealTokenCheck(config.serverRevealToken);
+  const tokenBucket = revealTokenBucket(config.serverRevealToken);
+  const limits: VaultLimits = {
+    writesPerMinute: config.rateLimits.vaultWritesPerMinute,
+    revealsPerMinute: config.rateLimits.revealsPerMinute,
+    revealsPerTokenPerMinute: config.rateLimits.revealsPerTokenPerMinute,
+  };
   const configurationStatus = {
     configured: config.encryptionKeys.length > 0,
     project: config.projectName,
@@ -95,33 +105,21 @@ export function createUserSecretsHandler(context: ServiceContext): Handler {
     const { secretType, value } = parsePutRequest(await readJson(request));
     // Encrypted here, before anything is written: the database only ever sees ciphertext.
     const sealed = await keyring.encrypt(value, { userId: session.userId, secretType });
-    const [row] = await queryAsLiveSession<{ updated_at: Date; created: boolean }>(
+    const { updatedAt, created } = await putSecret(
       db,
       session,
-      // updated_at always moves forward on a replace, even if the clock stepped back, so the
-      // audit trigger tells a creator's put from a key rotation (which keeps updated_at).
-      `insert into public.user_secrets as s (user_id, secret_type, ciphertext, iv, key_id, hint)
-         values ($1, $2, $3, $4, $5, $6)
-       on conflict (user_id, secret_type) do update
-         set ciphertext = excluded.ciphertext, iv = excluded.iv, key_id = excluded.key_id,
-             hint = excluded.hint,
-             updated_at = greatest(now(), s.updated_at + interval '1 microsecond')
-       returning updated_at, (xmax = 0) as created`,
-      [session.userId, secretType, sealed.ciphertext, sealed.iv, sealed.keyId, hintFor(value)],
+      secretType,
+      sealed,
+      hintFor(value),
+      limits,
     );
-    return json({ secretType, updatedAt: row.updated_at.toISOString(), created: row.created });
+    return json({ secretType, updatedAt: updatedAt.toISOString(), created });
   }
 
   async function remove(request: Request): Promise<Response> {
     const session = await requireSession(request);
     const { secretType } = parseDeleteRequest(await readJson(request));
-    const deleted = await queryAsLiveSession(
-      db,
-      session,
-      "delete from public.user_secrets where user_id = $1 and secret_type = $2 returning 1",
-      [session.userId, secretType],
-    );
-    if (deleted.length === 0) {
+    if (!await deleteSecret(db, session, secretType, limits)) {
       throw new ServiceError("secret_not_found", `No ${secretType} is stored for this creator.`, {
         secretType,
       });
@@ -134,28 +132,30 @@ export function createUserSecretsHandler(context: ServiceContext): Handler {
     await checkRevealToken(request);
     const session = await requireSession(request);
     const secretTypes = parseRevealRequest(await readJson(request));
-    const rows = await queryAsLiveSession<StoredRow>(
-      db,
-      session,
-      `select secret_type, ciphertext, iv, key_id, updated_at from public.user_secrets
-        where user_id = $1 and secret_type = any($2::text[])
-        order by array_position($3::text[], secret_type)`,
-      [session.userId, secretTypes, SECRET_TYPES],
-    );
-    const secrets = await decryptAll(rows, session.userId);
-    // Recorded before anything is released: no value leaves without its audit event, and a failed
-    // audit, or a session that ended meanwhile, releases nothing.
-    if (secrets.length > 0) {
-      await queryAsLiveSession(db, session, "select public.record_secret_reveal($1::text[])", [
-        secrets.map((secret) => secret.secretType),
-      ]);
+    // The read and its 'reveal' events are one statement, committed before anything is
+    // decrypted or released (as an audit log records a request before it is answered): no value
+    // leaves without its event, and a failed audit, or a session that has ended, reads nothing.
+    const rows = await readForReveal(db, session, secretTypes, await tokenBucket, limits);
+    const { revealed, failed } = await decryptAll(rows, session.userId);
+    if (failed.size > 0) {
+      // Nothing is released, and the trail says so: a second write, on this path only.
+      const unread = new Set([...failed.values()].flat());
+      const types = rows.map((row) => row.secret_type).filter((type) => unread.has(type));
+      await recordRevealFailure(db, session, types).catch((error) => {
+        // The answer below matters more to the caller; the operator sees this in the logs.
+        log.error("reveal_failure_not_recorded", {
+          user_id: session.userId,
+          error: error instanceof Error ? error.name : "unknown",
+        });
+      });
+      throw decryptionFailure(failed);
     }
-    return json({ secrets });
+    return json({ secrets: revealed });
   }
 
   /**
-   * Decrypts every row or fails naming each type that cannot be read: a live run must not go ahead
-   * silently without a key it asked for. Rows of other types are unaffected by such a failure.
+   * Decrypts every row, collecting the types that cannot be read by reason: a live run must not go
+   * ahead silently without a key it asked for. Rows of other types are unaffected by such a failure.
    */
   async function decryptAll(rows: readonly StoredRow[], userId: string) {
     const outcomes = await Promise.allSettled(rows.map((row) =>
@@ -164,7 +164,7 @@ export function createUserSecretsHandler(context: ServiceContext): Handler {
         { userId, secretType: row.secret_type },
       )
     ));
-    const failed = new Map<"encryption_key_unavailable" | "decryption_failed", SecretType[]>();
+    const failed = new Map<DecryptionFailure, SecretType[]>();
     const revealed: RevealedSecret[] = [];
     outcomes.forEach((outcome, index) => {
       const row = rows[index];
@@ -187,9 +187,14 @@ export function createUserSecretsHandler(context: ServiceContext): Handler {
       log.error(error.code, { user_id: userId, secret_type: row.secret_type, key_id: row.key_id });
       failed.set(error.code, [...(failed.get(error.code) ?? []), row.secret_type]);
     });
+    return { revealed, failed };
+  }
+
+  /** The error naming each type that cannot be read; a missing key is reported first. */
+  function decryptionFailure(failed: ReadonlyMap<DecryptionFailure, SecretType[]>): ServiceError {
     const unavailable = failed.get("encryption_key_unavailable");
     if (unavailable) {
-      throw new ServiceError(
+      return new ServiceError(
         "encryption_key_unavailable",
         `The stored ${unavailable.join(", ")} ${
           unavailable.length === 1 ? "is" : "are"
@@ -197,15 +202,12 @@ export function createUserSecretsHandler(context: ServiceContext): Handler {
         { secretTypes: unavailable },
       );
     }
-    const unreadable = failed.get("decryption_failed");
-    if (unreadable) {
-      throw new ServiceError(
-        "decryption_failed",
-        `The stored ${unreadable.join(", ")} could not be decrypted; save again.`,
-        { secretTypes: unreadable },
-      );
-    }
-    return revealed;
+    const unreadable = failed.get("decryption_failed")!;
+    return new ServiceError(
+      "decryption_failed",
+      `The stored ${unreadable.join(", ")} could not be decrypted; save again.`,
+      { secretTypes: unreadable },
+    );
   }
 
   return router(FUNCTION_NAME, [

@@ -33,3 +33,12 @@ export function createRevealTokenCheck(
     }
   };
 }
+
+/**
+ * The name of the token's reveal rate-limit bucket: 16 hex digits of a labelled SHA-256 of the
+ * token, so the counter table names the token without holding it (and a new token starts afresh).
+ */
+export async function revealTokenBucket(configuredToken: string): Promise<string> {
+  const hash = await digest(`wallet-vault/reveal-rate-limit/v1:${configuredToken}`);
+  return Array.from(hash.slice(0, 8), (b) => b.toString(16).padStart(2, "0")).join("");
+}

@@ -33,6 +33,9 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     RATE_LIMIT_NONCE_PER_MINUTE: "100000",
     RATE_LIMIT_PROOF_PER_MINUTE: "100000",
     RATE_LIMIT_PROOF_PER_ADDRESS_PER_MINUTE: "100000",
+    RATE_LIMIT_VAULT_WRITES_PER_MINUTE: "100000",
+    RATE_LIMIT_REVEALS_PER_MINUTE: "100000",
+    RATE_LIMIT_REVEALS_PER_TOKEN_PER_MINUTE: "100000",
     ...overrides,
   };
 }

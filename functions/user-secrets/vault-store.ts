@@ -1,0 +1,124 @@
+/**
+ * The vault's writes and reveals, each one call of a checked security definer function (see the
+ * migration 20261124000000): the function checks that the session is live, counts the request
+ * against its limits and does the work, all in one statement, so one round trip and one
+ * transaction. Only the service's own connection may execute them; `authenticated` writes nothing.
+ */
+import type { Queryable } from "../_shared/db.ts";
+import { rateLimited } from "../_shared/rate-limit.ts";
+import type { SecretType } from "../_shared/secret-types.ts";
+import { sessionEnded, type VerifiedSession } from "../_shared/session-tokens.ts";
+import type { SealedSecret } from "../_shared/vault-crypto.ts";
+
+/** Every vault limit counts per minute, like sign-in's. */
+export const VAULT_WINDOW_SECONDS = 60;
+
+export interface VaultLimits {
+  /** PUTs and DELETEs per creator. */
+  readonly writesPerMinute: number;
+  /** Reveals per creator. */
+  readonly revealsPerMinute: number;
+  /** Reveals per server token, all creators together. */
+  readonly revealsPerTokenPerMinute: number;
+}
+
+export type StoredRow = {
+  readonly secret_type: SecretType;
+  readonly ciphertext: Uint8Array;
+  readonly iv: Uint8Array;
+  readonly key_id: string;
+  readonly updated_at: Date;
+};
+
+type Outcome = { outcome: string; retry_after: number | null };
+
+/** Turns the functions' refusals into the service's errors. */
+function refused(row: Outcome): never {
+  if (row.outcome === "rate_limited") throw rateLimited(row.retry_after ?? 1);
+  if (row.outcome === "session_revoked") throw sessionEnded();
+  throw new Error(`unexpected vault outcome ${row.outcome}`);
+}
+
+export async function putSecret(
+  db: Queryable,
+  session: VerifiedSession,
+  secretType: SecretType,
+  sealed: SealedSecret,
+  hint: string | null,
+  limits: VaultLimits,
+): Promise<{ updatedAt: Date; created: boolean }> {
+  const [row] = await db.query<Outcome & { updated_at: Date; created: boolean }>(
+    `select outcome, updated_at, created, retry_after
+       from public.put_user_secret($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+    [
+      session.sessionId,
+      session.userId,
+      secretType,
+      sealed.ciphertext,
+      sealed.iv,
+      sealed.keyId,
+      hint,
+      limits.writesPerMinute,
+      VAULT_WINDOW_SECONDS,
+    ],
+  );
+  if (row.outcome !== "stored") refused(row);
+  return { updatedAt: row.updated_at, created: row.created };
+}
+
+/** False when no secret of that type is stored for the creator. */
+export async function deleteSecret(
+  db: Queryable,
+  session: VerifiedSession,
+  secretType: SecretType,
+  limits: VaultLimits,
+): Promise<boolean> {
+  const [row] = await db.query<Outcome>(
+    "select outcome, retry_after from public.delete_user_secret($1, $2, $3, $4, $5)",
+    [session.sessionId, session.userId, secretType, limits.writesPerMinute, VAULT_WINDOW_SECONDS],
+  );
+  if (row.outcome === "deleted") return true;
+  if (row.outcome === "not_found") return false;
+  refused(row);
+}
+
+/**
+ * The stored rows of `secretTypes`, in that order, with their 'reveal' events already committed:
+ * the read and the audit record are one statement.
+ */
+export async function readForReveal(
+  db: Queryable,
+  session: VerifiedSession,
+  secretTypes: readonly SecretType[],
+  tokenBucket: string,
+  limits: VaultLimits,
+): Promise<StoredRow[]> {
+  const rows = await db.query<Outcome & StoredRow>(
+    `select outcome, secret_type, ciphertext, iv, key_id, updated_at, retry_after
+       from public.reveal_user_secrets($1, $2, $3::text[], $4, $5, $6, $7)`,
+    [
+      session.sessionId,
+      session.userId,
+      secretTypes,
+      tokenBucket,
+      limits.revealsPerMinute,
+      limits.revealsPerTokenPerMinute,
+      VAULT_WINDOW_SECONDS,
+    ],
+  );
+  if (rows.length > 0 && rows[0].outcome !== "revealed") refused(rows[0]);
+  return rows;
+}
+
+/** Records the types a recorded reveal then failed to decrypt (a second write, on failure only). */
+export async function recordRevealFailure(
+  db: Queryable,
+  session: VerifiedSession,
+  secretTypes: readonly SecretType[],
+): Promise<void> {
+  await db.query("select public.record_reveal_failure($1, $2, $3::text[])", [
+    session.sessionId,
+    session.userId,
+    secretTypes,
+  ]);
+}

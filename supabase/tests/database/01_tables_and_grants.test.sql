@@ -1,0 +1,70 @@
+-- Row-level security and table grants of every table: RLS enabled and forced everywhere, `anon`
+-- granted nothing, `authenticated` only SELECT on its vault rows and audit events.
+-- Runs unchanged with `supabase test db`, or `pg_prove -d <db> supabase/tests/database/*.test.sql`.
+begin;
+create extension if not exists pgtap with schema extensions;
+select plan(12);
+
+select tables_are(
+  'public',
+  array['auth_nonces', 'auth_refresh_tokens', 'auth_sessions', 'rate_limit_windows',
+    'secret_events', 'user_secrets', 'wallet_users'],
+  'public holds exactly the service''s tables'
+);
+
+select is_empty(
+  $$ select c.relname from pg_class c
+      where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'p')
+        and not (c.relrowsecurity and c.relforcerowsecurity) $$,
+  'row-level security is enabled and forced on every table'
+);
+
+select is_empty(
+  $$ select c.relname from pg_class c
+      where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'p', 'v', 'm')
+        and has_table_privilege('anon', c.oid,
+          'select, insert, update, delete, truncate, references, trigger') $$,
+  'anon is granted nothing on any table'
+);
+
+select is_empty(
+  $$ select c.relname from pg_class c
+      where c.relnamespace = 'public'::regnamespace and c.relkind = 'S'
+        and (has_sequence_privilege('anon', c.oid, 'usage, select, update')
+          or has_sequence_privilege('authenticated', c.oid, 'usage, select, update')) $$,
+  'neither API role is granted any sequence'
+);
+
+select results_eq(
+  $$ select c.relname::text collate "default", p.privilege
+       from pg_class c,
+            unnest(array['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES',
+              'TRIGGER']) as p (privilege)
+      where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'p', 'v', 'm')
+        and has_table_privilege('authenticated', c.oid, p.privilege)
+      order by 1, 2 $$,
+  $$ values ('secret_events', 'SELECT'), ('user_secrets', 'SELECT') $$,
+  'authenticated may only read its vault rows and audit events: no write on any table'
+);
+
+select policies_are('public', 'user_secrets', array['user_secrets_owner_read'],
+  'user_secrets has only the owner''s read policy');
+select policy_cmd_is('public', 'user_secrets', 'user_secrets_owner_read', 'select',
+  'the vault policy covers SELECT only');
+select policy_roles_are('public', 'user_secrets', 'user_secrets_owner_read',
+  array['authenticated'], 'the vault policy applies to authenticated');
+select policies_are('public', 'secret_events', array['secret_events_owner_read'],
+  'secret_events has only the owner''s read policy');
+select policy_cmd_is('public', 'secret_events', 'secret_events_owner_read', 'select',
+  'the audit policy covers SELECT only');
+select is_empty(
+  $$ select tablename from pg_policies where schemaname = 'public'
+      and tablename not in ('user_secrets', 'secret_events') $$,
+  'no other table has a policy: the API roles reach none of their rows'
+);
+select table_privs_are('public', 'user_secrets', 'service_role',
+  array['DELETE', 'INSERT', 'REFERENCES', 'SELECT', 'TRIGGER', 'TRUNCATE', 'UPDATE'],
+  'service_role keeps every privilege on user_secrets (key rotation)');
+
+select * from finish();
+rollback;

@@ -1,0 +1,105 @@
+-- Grants of every function of ours in public (an extension's, such as pgcrypto's where it lives in
+-- public, are the extension's): neither API role can execute the sign-in, rate-limit or vault
+-- functions; authenticated can execute session_is_live() only, which its policies call.
+begin;
+create extension if not exists pgtap with schema extensions;
+select plan(20);
+
+select results_eq(
+  $$ select p.proname::text collate "default" from pg_proc p
+      where p.pronamespace = 'public'::regnamespace
+        and not exists (select 1 from pg_depend d
+          where d.classid = 'pg_proc'::regclass and d.objid = p.oid and d.deptype = 'e')
+      order by 1 $$,
+  array['audit_user_secret_change', 'delete_user_secret', 'hit_rate_limit', 'put_user_secret',
+    'record_reveal_failure', 'record_secret_reveal', 'reveal_user_secrets', 'session_is_live',
+    'sign_in_with_nonce'],
+  'public holds exactly these functions of ours'
+);
+
+select is_empty(
+  $$ select p.oid::regprocedure::text from pg_proc p
+      where p.pronamespace = 'public'::regnamespace
+        and not exists (select 1 from pg_depend d
+          where d.classid = 'pg_proc'::regclass and d.objid = p.oid and d.deptype = 'e')
+        and has_function_privilege('anon', p.oid, 'execute') $$,
+  'anon can execute none of our functions'
+);
+
+select results_eq(
+  $$ select p.proname::text collate "default" from pg_proc p
+      where p.pronamespace = 'public'::regnamespace
+        and not exists (select 1 from pg_depend d
+          where d.classid = 'pg_proc'::regclass and d.objid = p.oid and d.deptype = 'e')
+        and has_function_privilege('authenticated', p.oid, 'execute') $$,
+  array['session_is_live'],
+  'authenticated can execute session_is_live() and none of our other functions'
+);
+
+select is_empty(
+  $$ select p.proname from pg_proc p
+      where p.pronamespace = 'public'::regnamespace and p.prosecdef
+        and not exists (select 1 from unnest(p.proconfig) c where c like 'search_path=%') $$,
+  'every security definer function pins its search_path'
+);
+
+select function_privs_are('public', 'put_user_secret',
+  array['uuid', 'uuid', 'text', 'bytea', 'bytea', 'text', 'text', 'integer', 'integer'],
+  'service_role', array['EXECUTE'], 'service_role can execute put_user_secret');
+select function_privs_are('public', 'reveal_user_secrets',
+  array['uuid', 'uuid', 'text[]', 'text', 'integer', 'integer', 'integer'],
+  'service_role', array['EXECUTE'], 'service_role can execute reveal_user_secrets');
+
+-- The same, as the roles themselves would try it.
+set local role anon;
+select throws_ok(
+  $$ select * from public.sign_in_with_nonce('AAAAAAAAAAAAAAAA',
+       '0x3333333333333333333333333333333333333333', '\x00'::bytea, 3600, 10, 60) $$,
+  '42501', null, 'anon cannot call sign_in_with_nonce');
+select throws_ok($$ select * from public.hit_rate_limit('proof:ip:127.0.0.1', 60) $$,
+  '42501', null, 'anon cannot call hit_rate_limit');
+select throws_ok($$ select public.session_is_live() $$,
+  '42501', null, 'anon cannot call session_is_live');
+select throws_ok(
+  $$ select * from public.put_user_secret(gen_random_uuid(), gen_random_uuid(), 'provider_b_key',
+       '\x00'::bytea, '\x00'::bytea, 'k1', null, 10, 60) $$,
+  '42501', null, 'anon cannot call put_user_secret');
+reset role;
+
+set local request.jwt.claims to
+  '{"sub":"a0000000-0000-4000-8000-000000000001","role":"authenticated","session_id":"a0000000-0000-4000-8000-0000000000a1"}';
+set local role authenticated;
+select throws_ok(
+  $$ select * from public.sign_in_with_nonce('AAAAAAAAAAAAAAAA',
+       '0x3333333333333333333333333333333333333333', '\x00'::bytea, 3600, 10, 60) $$,
+  '42501', null, 'authenticated cannot call sign_in_with_nonce');
+select throws_ok($$ select * from public.hit_rate_limit('proof:ip:127.0.0.1', 60) $$,
+  '42501', null, 'authenticated cannot call hit_rate_limit');
+select throws_ok(
+  $$ select * from public.put_user_secret('a0000000-0000-4000-8000-0000000000a1',
+       'a0000000-0000-4000-8000-000000000001', 'provider_b_key', '\x00'::bytea, '\x00'::bytea,
+       'k1', null, 10, 60) $$,
+  '42501', null, 'authenticated cannot call put_user_secret');
+select throws_ok(
+  $$ select * from public.delete_user_secret('a0000000-0000-4000-8000-0000000000a1',
+       'a0000000-0000-4000-8000-000000000001', 'provider_b_key', 10, 60) $$,
+  '42501', null, 'authenticated cannot call delete_user_secret');
+select throws_ok(
+  $$ select * from public.reveal_user_secrets('a0000000-0000-4000-8000-0000000000a1',
+       'a0000000-0000-4000-8000-000000000001', array['provider_b_key'], 'bucket', 10, 10, 60) $$,
+  '42501', null, 'authenticated cannot call reveal_user_secrets');
+select throws_ok(
+  $$ select public.record_reveal_failure('a0000000-0000-4000-8000-0000000000a1',
+       'a0000000-0000-4000-8000-000000000001', array['provider_b_key']) $$,
+  '42501', null, 'authenticated cannot call record_reveal_failure');
+select throws_ok($$ select public.record_secret_reveal(array['made_up_type']) $$,
+  '42501', null, 'authenticated cannot write audit events through record_secret_reveal');
+select throws_ok($$ select public.audit_user_secret_change() $$,
+  '42501', null, 'authenticated cannot call the audit trigger function');
+select lives_ok($$ select public.session_is_live() $$,
+  'authenticated can call session_is_live (its policies do)');
+select is(public.session_is_live(), false, 'a session that does not exist is not live');
+reset role;
+
+select * from finish();
+rollback;
