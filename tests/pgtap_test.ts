@@ -10,7 +10,7 @@
  */
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { openDatabase } from "../functions/_shared/db.ts";
+import { openDatabase } from "../server/database.ts";
 import { migrate } from "../server/migrations.ts";
 
 const TESTS_DIR = new URL("../supabase/tests/database/", import.meta.url);

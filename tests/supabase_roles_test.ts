@@ -13,7 +13,7 @@
  */
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { openDatabase } from "../functions/_shared/db.ts";
+import { openDatabase } from "../server/database.ts";
 import { importKeyring } from "../functions/_shared/vault-crypto.ts";
 import { rotateKeys } from "../server/key-rotation.ts";
 import { migrate, readMigrations } from "../server/migrations.ts";
