@@ -856,6 +856,43 @@ describeWithDatabase("wallet sign-in with a chain allow-list", {
   },
 }, { ALLOWED_CHAIN_IDS: "10,8453" });
 
+describeWithDatabase("wallet sign-in on an IPv6 origin", {
+  async "the nonce names the IPv6 host as URL.host writes it, and the signed proof is accepted"(
+    app,
+  ) {
+    const account = newWallet();
+    const answer = await nonceFrom(app.fetch, { address: account.address });
+    assert.equal(answer.domain, "[::1]:8080");
+    assert.equal(answer.uri, "http://[::1]:8080");
+    assert.ok(answer.message!.startsWith("[::1]:8080 wants you to sign in"));
+    const session = await ok<SessionAnswer>(
+      prove(app.fetch, answer.message!, await account.signMessage({ message: answer.message! })),
+    );
+    assert.equal(session.user.wallet_address, account.address);
+    // The siwe package writes the same message from the answer's fields (viem's builder refuses
+    // IP-literal domains); another port is another site.
+    const next = await nonceFrom(app.fetch, { address: account.address });
+    const fromFields = new SiweMessage({
+      domain: next.domain,
+      address: account.address,
+      statement: next.statement,
+      uri: next.uri,
+      version: "1",
+      chainId: next.chainId,
+      nonce: next.nonce,
+      issuedAt: next.issuedAt,
+      expirationTime: next.expiresAt,
+    }).prepareMessage();
+    assert.equal(fromFields, next.message);
+    const otherPort = fromFields.replace("[::1]:8080 wants", "[::1]:8081 wants");
+    await expectError(
+      prove(app.fetch, otherPort, await account.signMessage({ message: otherPort })),
+      401,
+      "domain_not_allowed",
+    );
+  },
+}, { ALLOWED_ORIGINS: "http://[::1]:8080" });
+
 describeWithDatabase("wallet sign-in rate limits", {
   async "nonces per client IP: the one over the limit is 429 with Retry-After"(app) {
     await awayFromWindowEdge();
