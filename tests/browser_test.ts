@@ -9,7 +9,6 @@ import assert from "node:assert/strict";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { hexToString } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
-import type { Handler } from "../functions/_shared/http.ts";
 import { atEdge } from "../server/app.ts";
 import { bearer, newWallet, startTestApp, type TestApp } from "./support/app.ts";
 
@@ -66,19 +65,19 @@ interface Served {
 }
 
 async function serveApp(): Promise<Served> {
-  let handler: Handler = () => Promise.resolve(new Response(null, { status: 503 }));
+  let edge: Deno.ServeHandler<Deno.NetAddr> = () => new Response(null, { status: 503 });
   const requests: { method: string; path: string }[] = [];
   const listen = () =>
     Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request, info) => {
       requests.push({ method: request.method, path: new URL(request.url).pathname });
-      return atEdge(handler)(request, info);
+      return edge(request, info);
     });
   const pageServer = listen();
   const otherServer = listen();
   const origin = `http://127.0.0.1:${pageServer.addr.port}`;
   // Sign-in messages are bound to the configured origins, and CORS lets in only these.
   const app = await startTestApp("pglite", { ALLOWED_ORIGINS: origin });
-  handler = app.app.handler;
+  edge = atEdge(app.app.handler, app.config.clientIp);
   return {
     app,
     origin,

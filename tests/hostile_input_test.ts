@@ -968,7 +968,7 @@ async function validFlowStillWorks(app: TestApp, f: Fixtures) {
 function serveOnLoopback(app: TestApp): { port: number; shutdown(): Promise<void> } {
   const server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    atEdge(app.app.handler),
+    atEdge(app.app.handler, app.config.clientIp),
   );
   return { port: server.addr.port, shutdown: () => server.shutdown() };
 }

@@ -12,6 +12,22 @@ export interface EncryptionKeySpec {
   readonly key: Uint8Array;
 }
 
+/**
+ * Where the client's address comes from (per-IP rate limits). Only what a trusted proxy wrote may
+ * choose the bucket: never the leftmost X-Forwarded-For entry, which the client can write itself.
+ */
+export interface ClientIpSource {
+  /** Lowercase header name: `x-forwarded-for`, or a single-address header (`cf-connecting-ip`). */
+  readonly header: string;
+  /**
+   * x-forwarded-for only: how many trusted proxies append to it. The client's address is the
+   * entry this many places from the right (1: the rightmost, what the last proxy saw).
+   */
+  readonly trustedHops: number;
+}
+
+export const FORWARDED_FOR = "x-forwarded-for";
+
 export interface AppConfig {
   readonly appEnv: AppEnv;
   readonly port: number;
@@ -33,6 +49,7 @@ export interface AppConfig {
     readonly proofPerIpPerMinute: number;
     readonly proofPerAddressPerMinute: number;
   };
+  readonly clientIp: ClientIpSource;
   /** Where deployed functions live (`${SUPABASE_URL}/functions/v1`); the /api proxy forwards there. */
   readonly functionsUrl: string | null;
   readonly supabase: {
@@ -102,6 +119,17 @@ const envSchema = z.object({
   RATE_LIMIT_NONCE_PER_MINUTE: positiveInt(60, 1_000_000),
   RATE_LIMIT_PROOF_PER_MINUTE: positiveInt(30, 1_000_000),
   RATE_LIMIT_PROOF_PER_ADDRESS_PER_MINUTE: positiveInt(10, 1_000_000),
+  CLIENT_IP_HEADER: z.preprocess(
+    blankToUndefined,
+    z.string().trim().toLowerCase().regex(
+      /^[a-z0-9][a-z0-9-]{0,63}$/,
+      "must be a header name like x-forwarded-for or cf-connecting-ip",
+    ).default(FORWARDED_FOR),
+  ),
+  CLIENT_IP_TRUSTED_HOPS: z.preprocess(
+    blankToUndefined,
+    z.coerce.number().int().min(1).max(10).optional(),
+  ),
   SUPABASE_URL: optionalString,
   SUPABASE_ANON_KEY: optionalString,
   SUPABASE_SERVICE_ROLE_KEY: optionalString,
@@ -134,6 +162,10 @@ export function parseConfig(env: Env): AppConfig {
   const encryptionKeys = parseKeyring(vars.ENCRYPTION_KEYS, vars.ENCRYPTION_KEY, problems);
   const allowedOrigins = parseOrigins(vars.ALLOWED_ORIGINS, problems);
   const allowedChainIds = parseChainIds(vars.ALLOWED_CHAIN_IDS, problems);
+  if (vars.CLIENT_IP_HEADER !== FORWARDED_FOR && (vars.CLIENT_IP_TRUSTED_HOPS ?? 1) !== 1) {
+    // A single-address header has no hops to count; a count here means a misread setup.
+    problems.push("CLIENT_IP_TRUSTED_HOPS applies only to CLIENT_IP_HEADER=x-forwarded-for");
+  }
   const supabaseUrl = vars.SUPABASE_URL === undefined
     ? null
     : parseOrigin(vars.SUPABASE_URL, "SUPABASE_URL", problems);
@@ -179,6 +211,7 @@ export function parseConfig(env: Env): AppConfig {
       proofPerIpPerMinute: vars.RATE_LIMIT_PROOF_PER_MINUTE,
       proofPerAddressPerMinute: vars.RATE_LIMIT_PROOF_PER_ADDRESS_PER_MINUTE,
     },
+    clientIp: { header: vars.CLIENT_IP_HEADER, trustedHops: vars.CLIENT_IP_TRUSTED_HOPS ?? 1 },
     functionsUrl: supabaseUrl ? `${supabaseUrl}/functions/v1` : null,
     supabase: {
       url: supabaseUrl,

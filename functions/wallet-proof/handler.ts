@@ -81,7 +81,7 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
     const origins = requireOrigins();
     const body = parseBody(nonceRequest, (await readJson(request)) ?? {});
     await enforceRateLimit(db, {
-      bucket: `nonce:ip:${clientIp(request)}`,
+      bucket: `nonce:ip:${clientIp(request, config.clientIp)}`,
       limit: config.rateLimits.noncePerIpPerMinute,
     });
     const allowedChains = config.allowedChainIds;
@@ -134,7 +134,7 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
     // The client's attempt is counted while the message and signature are checked (CPU work),
     // not before it; a 429 still wins over whatever the checks find.
     const ipLimit = enforceRateLimit(db, {
-      bucket: `proof:ip:${clientIp(request)}`,
+      bucket: `proof:ip:${clientIp(request, config.clientIp)}`,
       limit: config.rateLimits.proofPerIpPerMinute,
     });
     ipLimit.catch(() => {}); // awaited below; this only marks the rejection as handled meanwhile
