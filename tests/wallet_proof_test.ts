@@ -625,6 +625,100 @@ describeWithDatabase("wallet sign-in", {
     );
   },
 
+  async "logout with scope global ends every session of the creator, on every device, and no one else's"(
+    app,
+  ) {
+    const phone = await signIn(app);
+    const laptop = await signIn(app, phone.account);
+    const lost = await signIn(app, phone.account);
+    const stranger = await signIn(app);
+    const response = await post(
+      app.fetch,
+      "/api/auth/logout",
+      { scope: "global" },
+      bearer(phone.accessToken),
+    );
+    assert.equal(response.status, 204);
+    assert.equal(await response.text(), "");
+    for (const device of [phone, laptop, lost]) {
+      await expectError(secrets(app.fetch, device.accessToken), 401, "session_revoked");
+      await expectError(
+        post(app.fetch, "/api/auth/refresh", { refresh_token: device.refreshToken }),
+        401,
+        "session_revoked",
+      );
+    }
+    const [{ live }] = await app.database.db.query<{ live: number }>(
+      `select count(*)::int as live from public.auth_sessions
+        where user_id = $1 and revoked_at is null`,
+      [phone.userId],
+    );
+    assert.equal(live, 0);
+    // Another creator is untouched: its token works and its refresh token still rotates.
+    await ok(secrets(app.fetch, stranger.accessToken));
+    await ok(post(app.fetch, "/api/auth/refresh", { refresh_token: stranger.refreshToken }));
+    // The wallet can sign in again; through the function's own URL as well as /api.
+    const again = await signIn(app, phone.account);
+    await ok(secrets(app.fetch, again.accessToken));
+    const viaFunction = await post(
+      app.fetch,
+      "/functions/v1/wallet-proof/logout",
+      { scope: "global" },
+      bearer(again.accessToken),
+    );
+    assert.equal(viaFunction.status, 204);
+    await expectError(secrets(app.fetch, again.accessToken), 401, "session_revoked");
+  },
+
+  async "logout with scope local, or no body, ends only this session"(app) {
+    const first = await signIn(app);
+    const second = await signIn(app, first.account);
+    const third = await signIn(app, first.account);
+    const local = await post(
+      app.fetch,
+      "/api/auth/logout",
+      { scope: "local" },
+      bearer(first.accessToken),
+    );
+    assert.equal(local.status, 204);
+    const empty = await post(app.fetch, "/api/auth/logout", {}, bearer(second.accessToken));
+    assert.equal(empty.status, 204);
+    await expectError(secrets(app.fetch, first.accessToken), 401, "session_revoked");
+    await expectError(secrets(app.fetch, second.accessToken), 401, "session_revoked");
+    await ok(secrets(app.fetch, third.accessToken));
+    // An ended session cannot end the others.
+    await expectError(
+      post(app.fetch, "/api/auth/logout", { scope: "global" }, bearer(first.accessToken)),
+      401,
+      "session_revoked",
+    );
+    await ok(secrets(app.fetch, third.accessToken));
+  },
+
+  async "any other scope is 400 invalid_request and ends nothing"(app) {
+    const signedIn = await signIn(app);
+    for (
+      const body of [
+        { scope: "everywhere" },
+        { scope: "GLOBAL" },
+        { scope: "others" },
+        { scope: 1 },
+        { scope: null },
+        { scope: "global", devices: "all" },
+        ["global"],
+        "global",
+      ]
+    ) {
+      const { body: answer } = await expectError(
+        post(app.fetch, "/api/auth/logout", body, bearer(signedIn.accessToken)),
+        400,
+        "invalid_request",
+      );
+      assert.doesNotMatch(answer.error.message, /everywhere|GLOBAL|others|devices/);
+    }
+    await ok(secrets(app.fetch, signedIn.accessToken));
+  },
+
   async "tampered, expired, alg none and wrong-secret JWTs are refused with 401"(app) {
     const signedIn = await signIn(app);
     await ok(secrets(app.fetch, signedIn.accessToken));
