@@ -51,6 +51,7 @@ const ui = {
   walletChoice: byId<HTMLSelectElement>("wallet-choice"),
   connect: byId<HTMLButtonElement>("connect"),
   signOut: byId<HTMLButtonElement>("sign-out"),
+  signOutEverywhere: byId<HTMLButtonElement>("sign-out-everywhere"),
   address: byId<HTMLElement>("address"),
   status: byId<HTMLElement>("status"),
   projectName: byId<HTMLElement>("project-name"),
@@ -164,6 +165,22 @@ async function signOut(): Promise<void> {
     clearValueFields();
     renderSecrets(null);
     announce("Signed out.", "success");
+    ui.connect.focus();
+  });
+}
+
+async function signOutEverywhere(): Promise<void> {
+  await busy(ui.signOutEverywhere, async () => {
+    try {
+      await client.signOut({ scope: "global" });
+    } catch (error) {
+      // Still signed in here unless the session had already ended: the user can try again.
+      announce(`Could not sign out everywhere: ${describeError(error)}`, "error");
+      return;
+    }
+    clearValueFields();
+    renderSecrets(null);
+    announce("Signed out on every device.", "success");
     ui.connect.focus();
   });
 }
@@ -427,6 +444,7 @@ async function start(): Promise<void> {
   );
   ui.connect.addEventListener("click", () => void connect());
   ui.signOut.addEventListener("click", () => void signOut());
+  ui.signOutEverywhere.addEventListener("click", () => void signOutEverywhere());
   client.onSessionChange(showSession);
 
   const session = await client.getSession();

@@ -155,6 +155,11 @@ export interface VaultClientOptions {
 
 export type SessionListener = (session: VaultSession | null) => void;
 
+export interface SignOutOptions {
+  /** "local": this session (default); "global": every session of the creator, as Supabase Auth. */
+  readonly scope?: "local" | "global";
+}
+
 export interface VaultClient {
   readonly baseUrl: string;
   /**
@@ -162,8 +167,13 @@ export interface VaultClient {
    * for a session. A refusal in the wallet throws SignatureRejectedError.
    */
   signIn(provider: Eip1193Provider): Promise<VaultSession>;
-  /** Revokes the session on the server (best effort) and forgets it here. */
-  signOut(): Promise<{ readonly revokedOnServer: boolean }>;
+  /**
+   * Scope "local" (the default): revokes this session on the server (best effort) and forgets it
+   * here. Scope "global": revokes every session of this wallet's creator, on every device (after
+   * losing one); that is no best effort: it throws a VaultError when the service did not confirm
+   * it, and keeps this session unless the service says it has ended, so the user can retry.
+   */
+  signOut(options?: SignOutOptions): Promise<{ readonly revokedOnServer: boolean }>;
   /** The stored session, without touching the network; null when signed out. */
   getSession(): Promise<VaultSession | null>;
   /** Notified on sign-in, refresh, sign-out and when the service ends the session. */
@@ -380,7 +390,13 @@ export function createVaultClient(options: VaultClientOptions): VaultClient {
     return session;
   }
 
-  async function signOut(): Promise<{ revokedOnServer: boolean }> {
+  async function signOut(options: SignOutOptions = {}): Promise<{ revokedOnServer: boolean }> {
+    if (options.scope === "global") {
+      // authed() forgets the session itself when the service says it has already ended.
+      await authed("POST", "/auth/logout", { scope: "global" });
+      await writeSession(null);
+      return { revokedOnServer: true };
+    }
     let revokedOnServer = false;
     try {
       if ((await readSession()) !== null) {

@@ -3,6 +3,7 @@
  * /functions/v1/<name> (Supabase's URL shape, so supabase-js works unchanged) and the proxy at /api.
  */
 import { createApiHandler } from "../functions/api/handler.ts";
+import { type ClientIpSource, FORWARDED_FOR } from "../functions/_shared/config.ts";
 import type { ServiceContext } from "../functions/_shared/context.ts";
 import { ServiceError } from "../functions/_shared/errors.ts";
 import { errorResponse, type Handler, serve } from "../functions/_shared/http.ts";
@@ -46,14 +47,28 @@ export function createLocalApp(context: ServiceContext): LocalApp {
 }
 
 /**
- * The app as the edge serves it: `x-forwarded-for` is the socket's address, never a header the
- * client sent. The request is rebuilt from its parts rather than with `new Request(request, …)`,
- * which would tie the copy to `request.signal` (Deno warns about its legacy abort semantics).
+ * The app as the edge serves it: the client-address header the service reads (`clientIp`, the
+ * CLIENT_IP_* settings) holds the socket's address, never what the client sent. This server
+ * stands in for every trusted proxy: it overwrites the header with exactly `trustedHops` entries,
+ * all the socket address (one with the defaults), so the configured hop count finds that address.
+ * `x-forwarded-for` is overwritten the same way whichever header is configured. The request is
+ * rebuilt from its parts rather than with `new Request(request, …)`, which would tie the copy to
+ * `request.signal` (Deno warns about its legacy abort semantics).
  */
-export function atEdge(handler: Handler): Deno.ServeHandler<Deno.NetAddr> {
+export function atEdge(
+  handler: Handler,
+  clientIp: ClientIpSource,
+): Deno.ServeHandler<Deno.NetAddr> {
   return (request, info) => {
     const headers = new Headers(request.headers);
-    headers.set("x-forwarded-for", info.remoteAddr.hostname);
+    const address = info.remoteAddr.hostname;
+    headers.set(FORWARDED_FOR, address);
+    headers.set(
+      clientIp.header,
+      clientIp.header === FORWARDED_FOR
+        ? Array(clientIp.trustedHops).fill(address).join(", ")
+        : address,
+    );
     // Methods are case-sensitive on the wire, but Request upper-cases the standard ones ("get").
     const method = request.method.toUpperCase();
     // A GET or HEAD may arrive with a body on the wire; a Request cannot carry one, and no route reads it.

@@ -1,8 +1,11 @@
 /**
  * Development keys: with nothing configured, the local server generates an encryption key, a
  * server reveal token and a JWT secret on first start, keeps them in a git-ignored file readable
- * only by the owner (mode 0600), and reuses them later so stored secrets stay decryptable.
+ * only by the owner (mode 0600), and reuses them later so stored secrets stay decryptable. Each
+ * carries a mark production refuses (files written before the marks existed carry none).
  */
+
+import { DEV_ENCRYPTION_KEY_MARK, DEV_SECRET_PREFIX } from "../functions/_shared/config.ts";
 
 export const DEFAULT_DEV_KEYS_PATH = ".local/dev-keys.json";
 
@@ -22,11 +25,17 @@ function randomBase64Url(bytes: number): string {
   );
 }
 
+/**
+ * Fresh development keys, each marked (config.ts: DEV_SECRET_PREFIX, DEV_ENCRYPTION_KEY_MARK) so
+ * that production refuses them even after they are copied into its environment. The encryption
+ * key is the mark's 12 bytes and 20 random ones (160 bits: plenty for data on a laptop).
+ */
 export function generateDevKeys(): DevKeys {
+  const random = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(20))));
   return {
-    ENCRYPTION_KEY: btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(32)))),
-    SERVER_REVEAL_TOKEN: randomBase64Url(32),
-    JWT_SECRET: randomBase64Url(48),
+    ENCRYPTION_KEY: `${DEV_ENCRYPTION_KEY_MARK}${random}`,
+    SERVER_REVEAL_TOKEN: `${DEV_SECRET_PREFIX}${randomBase64Url(32)}`,
+    JWT_SECRET: `${DEV_SECRET_PREFIX}${randomBase64Url(48)}`,
   };
 }
 

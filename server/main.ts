@@ -56,7 +56,7 @@ async function main(): Promise<void> {
   const server = Deno.serve(
     { hostname: HOST, port: config.port, onListen: () => {} },
     // This server is the edge: the client address is the socket's.
-    atEdge(app.handler),
+    atEdge(app.handler, config.clientIp),
   );
 
   console.log(`wallet-vault listening on http://${HOST}:${config.port} (${config.appEnv})`);

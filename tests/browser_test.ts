@@ -9,9 +9,8 @@ import assert from "node:assert/strict";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { hexToString } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
-import type { Handler } from "../functions/_shared/http.ts";
 import { atEdge } from "../server/app.ts";
-import { bearer, newWallet, startTestApp, type TestApp } from "./support/app.ts";
+import { bearer, newWallet, signIn, startTestApp, type TestApp } from "./support/app.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const CHROMIUM_ARGS = [
@@ -66,19 +65,19 @@ interface Served {
 }
 
 async function serveApp(): Promise<Served> {
-  let handler: Handler = () => Promise.resolve(new Response(null, { status: 503 }));
+  let edge: Deno.ServeHandler<Deno.NetAddr> = () => new Response(null, { status: 503 });
   const requests: { method: string; path: string }[] = [];
   const listen = () =>
     Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request, info) => {
       requests.push({ method: request.method, path: new URL(request.url).pathname });
-      return atEdge(handler)(request, info);
+      return edge(request, info);
     });
   const pageServer = listen();
   const otherServer = listen();
   const origin = `http://127.0.0.1:${pageServer.addr.port}`;
   // Sign-in messages are bound to the configured origins, and CORS lets in only these.
   const app = await startTestApp("pglite", { ALLOWED_ORIGINS: origin });
-  handler = app.app.handler;
+  edge = atEdge(app.app.handler, app.config.clientIp);
   return {
     app,
     origin,
@@ -508,7 +507,7 @@ Deno.test({
         async () => {
           const session = await storedSession(page);
           assert.ok(session);
-          await page.getByRole("button", { name: "Sign out" }).click();
+          await page.getByRole("button", { name: "Sign out", exact: true }).click();
           await expectStatus(page, "Signed out.");
           assert.equal(await page.locator("#wallet").getAttribute("data-state"), "signed-out");
           assert.equal(await storedSession(page), null);
@@ -519,6 +518,56 @@ Deno.test({
           await page.locator('#wallet[data-ready="true"]').waitFor();
           assert.equal(await page.locator("#wallet").getAttribute("data-state"), "signed-out");
           assert.deepEqual(first.pageErrors, []);
+        },
+      );
+
+      await t.step(
+        "signing out everywhere ends the wallet's sessions on every device, and no one else's",
+        async () => {
+          await page.getByRole("button", { name: "Connect wallet" }).click();
+          await expectStatus(page, "Signed in as");
+          const here = await storedSession(page);
+          assert.ok(here);
+          // The same wallet on another device (another browser profile), and another creator.
+          const device = await openWalletContext(browser, first.wallet);
+          try {
+            await openSettings(device.page, origin);
+            await device.page.getByRole("button", { name: "Connect wallet" }).click();
+            await expectStatus(device.page, "Signed in as");
+            const there = await storedSession(device.page);
+            assert.ok(there);
+            const stranger = await signIn(app);
+
+            await screenshot(page, "settings-sign-out-everywhere");
+            await page.getByRole("button", { name: "Sign out everywhere" }).click();
+            await expectStatus(page, "Signed out on every device.");
+            assert.equal(await page.locator("#wallet").getAttribute("data-state"), "signed-out");
+            assert.equal(await storedSession(page), null);
+            for (const session of [here, there]) {
+              const after = await app.fetch("/api/secrets", {
+                headers: bearer(session.accessToken),
+              });
+              assert.equal(after.status, 401);
+              assert.equal((await after.json()).error.code, "session_revoked");
+            }
+            // The other device finds out on its next call, and shows it is signed out.
+            await device.page.reload();
+            await device.page.locator('#wallet[data-ready="true"]').waitFor();
+            await expectStatus(device.page, "Your session has ended");
+            assert.equal(
+              await device.page.locator("#wallet").getAttribute("data-state"),
+              "signed-out",
+            );
+            assert.equal(await storedSession(device.page), null);
+            const strangers = await app.fetch("/api/secrets", {
+              headers: bearer(stranger.accessToken),
+            });
+            assert.equal(strangers.status, 200);
+            assert.deepEqual(first.pageErrors, []);
+            assert.deepEqual(device.pageErrors, []);
+          } finally {
+            await device.context.close();
+          }
         },
       );
     } finally {

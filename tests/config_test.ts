@@ -3,13 +3,44 @@
  * values are refused in every mode, and Supabase's own variables are understood.
  */
 import assert from "node:assert/strict";
-import { ConfigError, parseConfig } from "../functions/_shared/config.ts";
+import {
+  ConfigError,
+  DEV_ENCRYPTION_KEY_MARK,
+  DEV_SECRET_PREFIX,
+  parseConfig,
+} from "../functions/_shared/config.ts";
 import { generateDevKeys, loadOrCreateDevKeys, withDevKeys } from "../server/dev-keys.ts";
 
 const KEY_A = btoa(String.fromCharCode(...new Uint8Array(32).fill(1)));
 const KEY_B = btoa(String.fromCharCode(...new Uint8Array(32).fill(2)));
 const TOKEN = "r".repeat(40);
 const SECRET = "j".repeat(48);
+
+const base64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
+const randomBase64 = (length: number) => base64(crypto.getRandomValues(new Uint8Array(length)));
+/** Settings production accepts: real random keys and secrets, an origin. */
+function productionEnv(overrides: Record<string, string> = {}): Record<string, string> {
+  return {
+    APP_ENV: "production",
+    DATABASE_URL: "postgres://vault@db.internal:5432/vault",
+    ENCRYPTION_KEY: randomBase64(32),
+    SERVER_REVEAL_TOKEN: randomBase64(32),
+    JWT_SECRET: randomBase64(48),
+    ALLOWED_ORIGINS: "https://app.example.com",
+    ...overrides,
+  };
+}
+
+/** The problems production names for `overrides`; none of them quotes a value of `env`. */
+function productionProblems(overrides: Record<string, string>): string[] {
+  const env = productionEnv(overrides);
+  const problems = problemsOf(env);
+  for (const [name, value] of Object.entries(env)) {
+    if (name === "APP_ENV" || value.length < 8) continue;
+    for (const problem of problems) assert.ok(!problem.includes(value), `${name}'s value echoed`);
+  }
+  return problems;
+}
 
 function problemsOf(env: Record<string, string>): string[] {
   try {
@@ -21,24 +52,104 @@ function problemsOf(env: Record<string, string>): string[] {
   assert.fail("expected the configuration to be refused");
 }
 
+const REQUIRED = ["DATABASE_URL", "ENCRYPTION_KEYS", "SERVER_REVEAL_TOKEN", "JWT_SECRET"];
+
 Deno.test("production with nothing set names every missing variable in one line", () => {
   const [first] = problemsOf({ APP_ENV: "production" });
-  for (const name of ["DATABASE_URL", "ENCRYPTION_KEYS", "SERVER_REVEAL_TOKEN", "JWT_SECRET"]) {
-    assert.match(first, new RegExp(name));
-  }
+  for (const name of [...REQUIRED, "ALLOWED_ORIGINS"]) assert.match(first, new RegExp(name));
 });
 
-Deno.test("production starts when the four required settings are given", () => {
-  const config = parseConfig({
-    APP_ENV: "production",
-    DATABASE_URL: "postgres://vault@db.internal:5432/vault",
-    ENCRYPTION_KEY: KEY_A,
-    SERVER_REVEAL_TOKEN: TOKEN,
-    JWT_SECRET: SECRET,
-  });
+Deno.test("production starts when the five required settings are given", () => {
+  const config = parseConfig(productionEnv());
   assert.equal(config.appEnv, "production");
   assert.equal(config.database.engine, "postgres");
   assert.deepEqual(config.encryptionKeys.map((k) => k.id), ["k1"]);
+  assert.deepEqual(config.allowedOrigins, ["https://app.example.com"]);
+});
+
+Deno.test("production refuses an all-zero encryption key, naming the setting", () => {
+  const problems = productionProblems({ ENCRYPTION_KEY: base64(new Uint8Array(32)) });
+  assert.deepEqual(problems, [
+    "ENCRYPTION_KEY is not random: too few distinct bytes (all zeros or a repeated pattern)",
+  ]);
+});
+
+Deno.test("production refuses keys of one repeated byte or a short repeated pattern, in any keyring entry", () => {
+  const pattern = base64(Uint8Array.from({ length: 32 }, (_, i) => (i % 8) * 37));
+  const problems = productionProblems({
+    ENCRYPTION_KEY: "",
+    ENCRYPTION_KEYS: `k3:${randomBase64(32)},k2:${KEY_B},k1:${pattern}`,
+  });
+  assert.deepEqual(problems, [
+    "ENCRYPTION_KEYS entry 2 is not random: too few distinct bytes (all zeros or a repeated pattern)",
+    "ENCRYPTION_KEYS entry 3 is not random: too few distinct bytes (all zeros or a repeated pattern)",
+  ]);
+});
+
+Deno.test("production refuses an encryption key that is printable text (a password in base64)", () => {
+  const problems = productionProblems({ ENCRYPTION_KEY: btoa("correct horse battery staple 123") });
+  assert.deepEqual(problems, [
+    "ENCRYPTION_KEY is not random: every byte is printable text (a password in base64?)",
+  ]);
+});
+
+Deno.test("production refuses SERVER_REVEAL_TOKEN equal to JWT_SECRET", () => {
+  const shared = randomBase64(48);
+  const problems = productionProblems({ SERVER_REVEAL_TOKEN: shared, JWT_SECRET: shared });
+  assert.deepEqual(problems, ["SERVER_REVEAL_TOKEN must differ from JWT_SECRET"]);
+});
+
+Deno.test("production refuses secrets of a handful of repeated characters", () => {
+  const problems = productionProblems({ SERVER_REVEAL_TOKEN: TOKEN, JWT_SECRET: "ab".repeat(24) });
+  assert.deepEqual(problems, [
+    "SERVER_REVEAL_TOKEN is not random: fewer than 6 distinct characters",
+    "JWT_SECRET is not random: fewer than 6 distinct characters",
+  ]);
+});
+
+Deno.test("production refuses the local server's development keys, wherever they are copied", () => {
+  const dev = generateDevKeys();
+  assert.ok(dev.ENCRYPTION_KEY.startsWith(DEV_ENCRYPTION_KEY_MARK));
+  assert.ok(dev.SERVER_REVEAL_TOKEN.startsWith(DEV_SECRET_PREFIX));
+  assert.ok(dev.JWT_SECRET.startsWith(DEV_SECRET_PREFIX));
+  const made = "made by the local server; generate one for production";
+  assert.deepEqual(productionProblems({ ...dev }), [
+    `ENCRYPTION_KEY is a development key ${made}`,
+    `SERVER_REVEAL_TOKEN is a development secret ${made}`,
+    `JWT_SECRET is a development secret ${made}`,
+  ]);
+  // Under another key id, behind a real key, in base64url: still the development key's bytes.
+  const asUrl = dev.ENCRYPTION_KEY.replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+  assert.deepEqual(
+    productionProblems({
+      ENCRYPTION_KEY: "",
+      ENCRYPTION_KEYS: `k2:${randomBase64(32)},k1:${asUrl}`,
+    }),
+    [`ENCRYPTION_KEYS entry 2 is a development key ${made}`],
+  );
+});
+
+Deno.test("production refuses a missing or empty ALLOWED_ORIGINS (CORS would answer any origin)", () => {
+  const { ALLOWED_ORIGINS: _, ...withoutOrigins } = productionEnv();
+  assert.deepEqual(problemsOf(withoutOrigins), ["APP_ENV=production requires ALLOWED_ORIGINS"]);
+  assert.deepEqual(productionProblems({ ALLOWED_ORIGINS: " , " }), [
+    "ALLOWED_ORIGINS names no origin (CORS would answer any origin)",
+  ]);
+});
+
+Deno.test("development and test modes still start with generated keys and no origins", () => {
+  for (const appEnv of ["development", "test"]) {
+    const config = parseConfig({ APP_ENV: appEnv, ...generateDevKeys() });
+    assert.equal(config.encryptionKeys[0].key.length, 32);
+    assert.deepEqual(config.allowedOrigins, []);
+    // And they still take the degenerate values production refuses (tests use them).
+    parseConfig({
+      APP_ENV: appEnv,
+      ENCRYPTION_KEY: KEY_A,
+      SERVER_REVEAL_TOKEN: TOKEN,
+      JWT_SECRET: TOKEN,
+    });
+  }
 });
 
 Deno.test("a key that is not 32 bytes of base64 is refused in development and in production", () => {
@@ -98,16 +209,14 @@ Deno.test("a keyring lists keys newest first and the first one encrypts", () => 
 });
 
 Deno.test("Supabase's own variables configure the database, project and function URLs", () => {
-  const config = parseConfig({
-    APP_ENV: "production",
+  const { DATABASE_URL: _, ...env } = productionEnv({
     SUPABASE_URL: "https://abcdefgh.supabase.co",
     SUPABASE_DB_URL: "postgresql://postgres:pw@db.abcdefgh.supabase.co:5432/postgres",
     SUPABASE_ANON_KEY: "anon-key",
     SUPABASE_SERVICE_ROLE_KEY: "service-role-key",
-    ENCRYPTION_KEY: KEY_A,
-    SERVER_REVEAL_TOKEN: TOKEN,
-    JWT_SECRET: SECRET,
   });
+  const config = parseConfig(env);
+  assert.equal(config.database.engine === "postgres" && config.database.url, env.SUPABASE_DB_URL);
   assert.deepEqual(config.database.engine, "postgres");
   assert.equal(config.projectName, "abcdefgh");
   assert.equal(config.supabase.anonKey, "anon-key");
@@ -157,8 +266,6 @@ Deno.test("the local server refuses to start in production without configuration
   }).output();
   assert.notEqual(output.code, 0);
   const stderr = new TextDecoder().decode(output.stderr);
-  for (const name of ["DATABASE_URL", "ENCRYPTION_KEYS", "SERVER_REVEAL_TOKEN", "JWT_SECRET"]) {
-    assert.match(stderr, new RegExp(name));
-  }
+  for (const name of [...REQUIRED, "ALLOWED_ORIGINS"]) assert.match(stderr, new RegExp(name));
   assert.equal(new TextDecoder().decode(output.stdout), "", "it never gets as far as listening");
 });

@@ -5,7 +5,8 @@
  * paths — plus raw HTTP over a real socket for header injection and framing tricks. Every request
  * is hostile by construction (never a valid credential together with a valid body), so every
  * answer must be a 4xx JSON error {error:{code,message}} with a code from ERROR_STATUS and its
- * status; never a 5xx, a stored value or a stack trace; and the service keeps answering.
+ * status; never a 5xx, a stored value, a stack trace or a key or string of the body repeated
+ * back; and the service keeps answering.
  *
  * The seed is printed; replay a run with FUZZ_SEED=<seed>, one case with FUZZ_ONLY=<index>.
  * FUZZ_CASES raises the number of in-process cases (default 5,000).
@@ -928,6 +929,55 @@ function checkAnswer(
   return null;
 }
 
+/** The service's own words, which an error may name even when the caller sent them. */
+const OWN_WORDS = new Set<string>([
+  ...SECRET_TYPES,
+  "secretType",
+  "secretTypes",
+  "refresh_token",
+  "signature",
+  "message",
+  "address",
+  "chainId",
+  "scope",
+  "value",
+]);
+
+/** Every key and string (8+ characters) in a JSON body that is not one of the service's words. */
+function clientStrings(kase: Case): string[] {
+  if (kase.body === null || typeof kase.body.bytes !== "string") return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(kase.body.bytes);
+  } catch {
+    return [];
+  }
+  const found: string[] = [];
+  const visit = (node: unknown, depth: number) => {
+    if (depth > 8) return;
+    if (typeof node === "string") found.push(node);
+    else if (Array.isArray(node)) node.forEach((item) => visit(item, depth + 1));
+    else if (node !== null && typeof node === "object") {
+      for (const [key, value] of Object.entries(node)) {
+        found.push(key);
+        visit(value, depth + 1);
+      }
+    }
+  };
+  visit(parsed, 0);
+  return found.filter((text) => text.trim().length >= 8 && !OWN_WORDS.has(text.trim()));
+}
+
+/** An error that repeats a key or string the caller sent (raw or JSON-escaped). */
+function echoOf(kase: Case, text: string): string | null {
+  for (const sent of clientStrings(kase)) {
+    if (text.includes(sent) || text.includes(JSON.stringify(sent).slice(1, -1))) {
+      return `the error repeats ${JSON.stringify(sent.slice(0, 60))} from the body`;
+    }
+  }
+  return null;
+}
+
 function toRequest(kase: Case): Request {
   const headers = new Headers(kase.headers);
   if (!headers.has("x-forwarded-for")) headers.set("x-forwarded-for", "127.0.0.1");
@@ -968,7 +1018,7 @@ async function validFlowStillWorks(app: TestApp, f: Fixtures) {
 function serveOnLoopback(app: TestApp): { port: number; shutdown(): Promise<void> } {
   const server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen: () => {} },
-    atEdge(app.app.handler),
+    atEdge(app.app.handler, app.config.clientIp),
   );
   return { port: server.addr.port, shutdown: () => server.shutdown() };
 }
@@ -1296,7 +1346,7 @@ describeWithDatabase("hostile input", {
           text,
           headerText,
           f,
-        );
+        ) ?? echoOf(kase, text);
         const code = /"code":"([a-z_]+)"/.exec(text)?.[1] ?? String(response.status);
         codes.set(`${response.status} ${code}`, (codes.get(`${response.status} ${code}`) ?? 0) + 1);
       } catch (error) {

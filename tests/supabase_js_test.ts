@@ -19,7 +19,7 @@ async function withSupabase(
 ): Promise<void> {
   await using server = Deno.serve(
     { hostname: "127.0.0.1", port: 0, onListen() {} },
-    atEdge(app.app.handler),
+    atEdge(app.app.handler, app.config.clientIp),
   );
   const supabase = createClient(`http://127.0.0.1:${server.addr.port}`, ANON_KEY, {
     auth: { persistSession: false, autoRefreshToken: false, detectSessionInUrl: false },

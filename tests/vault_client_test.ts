@@ -228,6 +228,66 @@ describeWithDatabase("the browser vault client", {
     assert.deepEqual(await client.signOut(), { revokedOnServer: false }, "already signed out");
   },
 
+  async "signOut with scope global ends the creator's sessions on every device, and only theirs"(
+    app,
+  ) {
+    const owner = wallet();
+    const phone = clientFor(app);
+    const laptop = clientFor(app);
+    const stranger = clientFor(app);
+    const logoutBodies: unknown[] = [];
+    const lost = clientFor(app, {
+      fetch: (input, init) => {
+        const url = new URL(String(input));
+        if (url.pathname.endsWith("/logout")) logoutBodies.push(init?.body ?? null);
+        return app.fetch(url.href, init);
+      },
+    });
+    await phone.client.signIn(owner.provider);
+    await laptop.client.signIn(owner.provider);
+    await lost.client.signIn(owner.provider);
+    await stranger.client.signIn(wallet().provider);
+
+    const global = await laptop.client.signOut({ scope: "global" });
+    assert.deepEqual(global, { revokedOnServer: true });
+    assert.equal(await stored(laptop.storage), null);
+    for (const device of [phone, lost]) {
+      const error = await rejects(device.client.listSecrets());
+      assert.equal(error.code, "session_revoked");
+      assert.equal(await stored(device.storage), null, "the other device forgets it too");
+    }
+    assert.deepEqual((await stranger.client.listSecrets()).secrets, []);
+    // The scope travels in the body; a plain signOut sends none (the service's default: local).
+    await lost.client.signIn(owner.provider);
+    await lost.client.signOut();
+    await lost.client.signIn(owner.provider);
+    await lost.client.signOut({ scope: "global" });
+    assert.deepEqual(logoutBodies, [null, JSON.stringify({ scope: "global" })]);
+  },
+
+  async "signOut with scope global reports failure and keeps the session when the service is unreachable"(
+    app,
+  ) {
+    let reachable = true;
+    const storage = memoryStorage();
+    const { client } = clientFor(app, {
+      storage,
+      fetch: (input, init) => {
+        if (!reachable) return Promise.reject(new TypeError("offline"));
+        return app.fetch(new URL(String(input)).href, init);
+      },
+    });
+    const session = await client.signIn(wallet().provider);
+    reachable = false;
+    const error = await rejects(client.signOut({ scope: "global" }));
+    assert.equal(error.code, "network_error");
+    assert.equal((await client.getSession())?.accessToken, session.accessToken, "kept, to retry");
+    reachable = true;
+    assert.deepEqual(await client.signOut({ scope: "global" }), { revokedOnServer: true });
+    const response = await app.fetch("/api/secrets", { headers: bearer(session.accessToken) });
+    assert.equal((await response.json()).error.code, "session_revoked");
+  },
+
   async "a session the service ended elsewhere fails with session_revoked and is forgotten"(app) {
     const { client, storage } = clientFor(app);
     const session = await client.signIn(wallet().provider);

@@ -625,6 +625,100 @@ describeWithDatabase("wallet sign-in", {
     );
   },
 
+  async "logout with scope global ends every session of the creator, on every device, and no one else's"(
+    app,
+  ) {
+    const phone = await signIn(app);
+    const laptop = await signIn(app, phone.account);
+    const lost = await signIn(app, phone.account);
+    const stranger = await signIn(app);
+    const response = await post(
+      app.fetch,
+      "/api/auth/logout",
+      { scope: "global" },
+      bearer(phone.accessToken),
+    );
+    assert.equal(response.status, 204);
+    assert.equal(await response.text(), "");
+    for (const device of [phone, laptop, lost]) {
+      await expectError(secrets(app.fetch, device.accessToken), 401, "session_revoked");
+      await expectError(
+        post(app.fetch, "/api/auth/refresh", { refresh_token: device.refreshToken }),
+        401,
+        "session_revoked",
+      );
+    }
+    const [{ live }] = await app.database.db.query<{ live: number }>(
+      `select count(*)::int as live from public.auth_sessions
+        where user_id = $1 and revoked_at is null`,
+      [phone.userId],
+    );
+    assert.equal(live, 0);
+    // Another creator is untouched: its token works and its refresh token still rotates.
+    await ok(secrets(app.fetch, stranger.accessToken));
+    await ok(post(app.fetch, "/api/auth/refresh", { refresh_token: stranger.refreshToken }));
+    // The wallet can sign in again; through the function's own URL as well as /api.
+    const again = await signIn(app, phone.account);
+    await ok(secrets(app.fetch, again.accessToken));
+    const viaFunction = await post(
+      app.fetch,
+      "/functions/v1/wallet-proof/logout",
+      { scope: "global" },
+      bearer(again.accessToken),
+    );
+    assert.equal(viaFunction.status, 204);
+    await expectError(secrets(app.fetch, again.accessToken), 401, "session_revoked");
+  },
+
+  async "logout with scope local, or no body, ends only this session"(app) {
+    const first = await signIn(app);
+    const second = await signIn(app, first.account);
+    const third = await signIn(app, first.account);
+    const local = await post(
+      app.fetch,
+      "/api/auth/logout",
+      { scope: "local" },
+      bearer(first.accessToken),
+    );
+    assert.equal(local.status, 204);
+    const empty = await post(app.fetch, "/api/auth/logout", {}, bearer(second.accessToken));
+    assert.equal(empty.status, 204);
+    await expectError(secrets(app.fetch, first.accessToken), 401, "session_revoked");
+    await expectError(secrets(app.fetch, second.accessToken), 401, "session_revoked");
+    await ok(secrets(app.fetch, third.accessToken));
+    // An ended session cannot end the others.
+    await expectError(
+      post(app.fetch, "/api/auth/logout", { scope: "global" }, bearer(first.accessToken)),
+      401,
+      "session_revoked",
+    );
+    await ok(secrets(app.fetch, third.accessToken));
+  },
+
+  async "any other scope is 400 invalid_request and ends nothing"(app) {
+    const signedIn = await signIn(app);
+    for (
+      const body of [
+        { scope: "everywhere" },
+        { scope: "GLOBAL" },
+        { scope: "others" },
+        { scope: 1 },
+        { scope: null },
+        { scope: "global", devices: "all" },
+        ["global"],
+        "global",
+      ]
+    ) {
+      const { body: answer } = await expectError(
+        post(app.fetch, "/api/auth/logout", body, bearer(signedIn.accessToken)),
+        400,
+        "invalid_request",
+      );
+      assert.doesNotMatch(answer.error.message, /everywhere|GLOBAL|others|devices/);
+    }
+    await ok(secrets(app.fetch, signedIn.accessToken));
+  },
+
   async "tampered, expired, alg none and wrong-secret JWTs are refused with 401"(app) {
     const signedIn = await signIn(app);
     await ok(secrets(app.fetch, signedIn.accessToken));
@@ -855,6 +949,43 @@ describeWithDatabase("wallet sign-in with a chain allow-list", {
     assert.equal(session.user.wallet_address, account.address);
   },
 }, { ALLOWED_CHAIN_IDS: "10,8453" });
+
+describeWithDatabase("wallet sign-in on an IPv6 origin", {
+  async "the nonce names the IPv6 host as URL.host writes it, and the signed proof is accepted"(
+    app,
+  ) {
+    const account = newWallet();
+    const answer = await nonceFrom(app.fetch, { address: account.address });
+    assert.equal(answer.domain, "[::1]:8080");
+    assert.equal(answer.uri, "http://[::1]:8080");
+    assert.ok(answer.message!.startsWith("[::1]:8080 wants you to sign in"));
+    const session = await ok<SessionAnswer>(
+      prove(app.fetch, answer.message!, await account.signMessage({ message: answer.message! })),
+    );
+    assert.equal(session.user.wallet_address, account.address);
+    // The siwe package writes the same message from the answer's fields (viem's builder refuses
+    // IP-literal domains); another port is another site.
+    const next = await nonceFrom(app.fetch, { address: account.address });
+    const fromFields = new SiweMessage({
+      domain: next.domain,
+      address: account.address,
+      statement: next.statement,
+      uri: next.uri,
+      version: "1",
+      chainId: next.chainId,
+      nonce: next.nonce,
+      issuedAt: next.issuedAt,
+      expirationTime: next.expiresAt,
+    }).prepareMessage();
+    assert.equal(fromFields, next.message);
+    const otherPort = fromFields.replace("[::1]:8080 wants", "[::1]:8081 wants");
+    await expectError(
+      prove(app.fetch, otherPort, await account.signMessage({ message: otherPort })),
+      401,
+      "domain_not_allowed",
+    );
+  },
+}, { ALLOWED_ORIGINS: "http://[::1]:8080" });
 
 describeWithDatabase("wallet sign-in rate limits", {
   async "nonces per client IP: the one over the limit is 429 with Retry-After"(app) {

@@ -12,6 +12,22 @@ export interface EncryptionKeySpec {
   readonly key: Uint8Array;
 }
 
+/**
+ * Where the client's address comes from (per-IP rate limits). Only what a trusted proxy wrote may
+ * choose the bucket: never the leftmost X-Forwarded-For entry, which the client can write itself.
+ */
+export interface ClientIpSource {
+  /** Lowercase header name: `x-forwarded-for`, or a single-address header (`cf-connecting-ip`). */
+  readonly header: string;
+  /**
+   * x-forwarded-for only: how many trusted proxies append to it. The client's address is the
+   * entry this many places from the right (1: the rightmost, what the last proxy saw).
+   */
+  readonly trustedHops: number;
+}
+
+export const FORWARDED_FOR = "x-forwarded-for";
+
 export interface AppConfig {
   readonly appEnv: AppEnv;
   readonly port: number;
@@ -39,6 +55,7 @@ export interface AppConfig {
     /** Reveals per server reveal token, every creator together. */
     readonly revealsPerTokenPerMinute: number;
   };
+  readonly clientIp: ClientIpSource;
   readonly supabase: {
     readonly url: string | null;
     readonly anonKey: string | null;
@@ -76,7 +93,17 @@ export const REQUIRED_IN_PRODUCTION = [
   "ENCRYPTION_KEYS (or ENCRYPTION_KEY)",
   "SERVER_REVEAL_TOKEN",
   "JWT_SECRET",
+  "ALLOWED_ORIGINS",
 ] as const;
+
+/**
+ * The marks the local server puts on the development keys it generates (server/dev-keys.ts), so
+ * production refuses them wherever they are copied to: the secrets start with `dev-`, and every
+ * development encryption key's base64 text starts with `devKeyNotForProd` (its first 12 bytes).
+ */
+export const DEV_SECRET_PREFIX = "dev-";
+export const DEV_ENCRYPTION_KEY_MARK = "devKeyNotForProd";
+const DEV_KEY_MARK_BYTES = Uint8Array.from(atob(DEV_ENCRYPTION_KEY_MARK), (c) => c.charCodeAt(0));
 
 const KEY_ID = /^[A-Za-z0-9_-]{1,32}$/;
 const SINGLE_KEY_ID = "k1";
@@ -122,6 +149,17 @@ const envSchema = z.object({
   RATE_LIMIT_VAULT_WRITES_PER_MINUTE: positiveInt(60, 1_000_000),
   RATE_LIMIT_REVEALS_PER_MINUTE: positiveInt(60, 1_000_000),
   RATE_LIMIT_REVEALS_PER_TOKEN_PER_MINUTE: positiveInt(6000, 1_000_000),
+  CLIENT_IP_HEADER: z.preprocess(
+    blankToUndefined,
+    z.string().trim().toLowerCase().regex(
+      /^[a-z0-9][a-z0-9-]{0,63}$/,
+      "must be a header name like x-forwarded-for or cf-connecting-ip",
+    ).default(FORWARDED_FOR),
+  ),
+  CLIENT_IP_TRUSTED_HOPS: z.preprocess(
+    blankToUndefined,
+    z.coerce.number().int().min(1).max(10).optional(),
+  ),
   SUPABASE_URL: optionalString,
   SUPABASE_ANON_KEY: optionalString,
   SUPABASE_SERVICE_ROLE_KEY: optionalString,
@@ -152,16 +190,31 @@ export function parseConfig(env: Env, defaults: ConfigDefaults = LOCAL_SERVER_DE
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     problems.push("DATABASE_URL must be a postgres:// or postgresql:// URL");
   }
-  const encryptionKeys = parseKeyring(vars.ENCRYPTION_KEYS, vars.ENCRYPTION_KEY, problems);
+  const encryptionKeys = parseKeyring(
+    vars.ENCRYPTION_KEYS,
+    vars.ENCRYPTION_KEY,
+    problems,
+    production,
+  );
   const allowedOrigins = parseOrigins(vars.ALLOWED_ORIGINS, problems);
   const allowedChainIds = parseChainIds(vars.ALLOWED_CHAIN_IDS, problems);
   const publishableKeys = parsePublishableKeys(vars.SUPABASE_PUBLISHABLE_KEYS, problems);
+  if (vars.CLIENT_IP_HEADER !== FORWARDED_FOR && (vars.CLIENT_IP_TRUSTED_HOPS ?? 1) !== 1) {
+    // A single-address header has no hops to count; a count here means a misread setup.
+    problems.push("CLIENT_IP_TRUSTED_HOPS applies only to CLIENT_IP_HEADER=x-forwarded-for");
+  }
   const supabaseUrl = vars.SUPABASE_URL === undefined
     ? null
     : parseOrigin(vars.SUPABASE_URL, "SUPABASE_URL", problems);
 
   if (production) {
     problems.unshift(...missingInProduction(env));
+    problems.push(...weakSecrets(vars.SERVER_REVEAL_TOKEN, vars.JWT_SECRET));
+    if (
+      vars.ALLOWED_ORIGINS !== undefined && vars.ALLOWED_ORIGINS.split(",").every((o) => !o.trim())
+    ) {
+      problems.push("ALLOWED_ORIGINS names no origin (CORS would answer any origin)");
+    }
   } else {
     // Development and tests get their keys from the local server's dev-key file or the test setup.
     if (encryptionKeys.length === 0) {
@@ -207,6 +260,7 @@ export function parseConfig(env: Env, defaults: ConfigDefaults = LOCAL_SERVER_DE
       revealsPerMinute: vars.RATE_LIMIT_REVEALS_PER_MINUTE,
       revealsPerTokenPerMinute: vars.RATE_LIMIT_REVEALS_PER_TOKEN_PER_MINUTE,
     },
+    clientIp: { header: vars.CLIENT_IP_HEADER, trustedHops: vars.CLIENT_IP_TRUSTED_HOPS ?? 1 },
     supabase: {
       url: supabaseUrl,
       anonKey: vars.SUPABASE_ANON_KEY ?? null,
@@ -265,6 +319,7 @@ function missingInProduction(env: Env): string[] {
     given("ENCRYPTION_KEYS", "ENCRYPTION_KEY"),
     given("SERVER_REVEAL_TOKEN"),
     given("JWT_SECRET"),
+    given("ALLOWED_ORIGINS"),
   ];
   const missing = REQUIRED_IN_PRODUCTION.filter((_, index) => !present[index]);
   return missing.length === 0 ? [] : [`APP_ENV=production requires ${missing.join(", ")}`];
@@ -275,6 +330,7 @@ function parseKeyring(
   keyring: string | undefined,
   single: string | undefined,
   problems: string[],
+  production: boolean,
 ): EncryptionKeySpec[] {
   if (keyring !== undefined && single !== undefined) {
     problems.push("set ENCRYPTION_KEYS or ENCRYPTION_KEY, not both");
@@ -310,9 +366,48 @@ function parseKeyring(
       problems.push(`${label} repeats the key id ${id}`);
       continue;
     }
+    if (production) problems.push(...weakKey(key, label));
     keys.push({ id, key });
   }
   return keys;
+}
+
+/**
+ * Production refuses keys that are not 32 random bytes. Thresholds a random key misses by far:
+ * fewer than 16 distinct bytes (all zeros, one byte repeated, a short pattern) has a chance near
+ * 1e-17, and 32 printable ASCII bytes (a password encoded as base64) near 1e-14.
+ */
+function weakKey(key: Uint8Array, label: string): string[] {
+  if (DEV_KEY_MARK_BYTES.every((byte, i) => key[i] === byte)) {
+    return [`${label} is a development key made by the local server; generate one for production`];
+  }
+  if (new Set(key).size < 16) {
+    return [`${label} is not random: too few distinct bytes (all zeros or a repeated pattern)`];
+  }
+  if (key.every((byte) => byte >= 0x20 && byte <= 0x7e)) {
+    return [`${label} is not random: every byte is printable text (a password in base64?)`];
+  }
+  return [];
+}
+
+/** Production refuses development secrets, uniform ones, and one secret used for both roles. */
+function weakSecrets(revealToken: string | undefined, jwtSecret: string | undefined): string[] {
+  const problems: string[] = [];
+  for (const [name, value] of [["SERVER_REVEAL_TOKEN", revealToken], ["JWT_SECRET", jwtSecret]]) {
+    if (value === undefined) continue;
+    if (value.startsWith(DEV_SECRET_PREFIX)) {
+      problems.push(
+        `${name} is a development secret made by the local server; generate one for production`,
+      );
+    } else if (new Set(value).size < 6) {
+      problems.push(`${name} is not random: fewer than 6 distinct characters`);
+    }
+  }
+  // Whoever holds the reveal token could otherwise sign session tokens for anyone, then reveal.
+  if (revealToken !== undefined && revealToken === jwtSecret) {
+    problems.push("SERVER_REVEAL_TOKEN must differ from JWT_SECRET");
+  }
+  return problems;
 }
 
 function decodeBase64(encoded: string): Uint8Array | null {

@@ -15,6 +15,7 @@ import {
   rateLimited,
 } from "../_shared/rate-limit.ts";
 import { hashRefreshToken, newRefreshToken } from "../_shared/refresh-tokens.ts";
+import { describeIssue } from "../_shared/request-issues.ts";
 import {
   buildSiweMessage,
   checkSiweMessage,
@@ -50,13 +51,14 @@ const proofRequest = z.strictObject({
   signature: z.string().max(200),
 });
 const refreshRequest = z.strictObject({ refresh_token: z.string().min(1).max(200) });
+/** "local" (the default): this session; "global": every session of the creator. */
+const logoutRequest = z.strictObject({ scope: z.enum(["local", "global"]).optional() });
 
+/** The first problem, described without quoting anything the caller sent (request-issues.ts). */
 function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
   const parsed = schema.safeParse(body);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const where = issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
-    throw new ServiceError("invalid_request", `${where}${issue.message}`);
+    throw new ServiceError("invalid_request", `${describeIssue(parsed.error.issues[0])}.`);
   }
   return parsed.data;
 }
@@ -81,7 +83,7 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
     const origins = requireOrigins();
     const body = parseBody(nonceRequest, (await readJson(request)) ?? {});
     await enforceRateLimit(db, {
-      bucket: `nonce:ip:${clientIp(request)}`,
+      bucket: `nonce:ip:${clientIp(request, config.clientIp)}`,
       limit: config.rateLimits.noncePerIpPerMinute,
     });
     const allowedChains = config.allowedChainIds;
@@ -134,7 +136,7 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
     // The client's attempt is counted while the message and signature are checked (CPU work),
     // not before it; a 429 still wins over whatever the checks find.
     const ipLimit = enforceRateLimit(db, {
-      bucket: `proof:ip:${clientIp(request)}`,
+      bucket: `proof:ip:${clientIp(request, config.clientIp)}`,
       limit: config.rateLimits.proofPerIpPerMinute,
     });
     ipLimit.catch(() => {}); // awaited below; this only marks the rejection as handled meanwhile
@@ -244,10 +246,17 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
       throw new ServiceError("missing_token", "Send Authorization: Bearer <token>.");
     }
     const session = await sessions.verify(token);
+    const { scope = "local" } = parseBody(logoutRequest, (await readJson(request)) ?? {});
+    // "global" (Supabase Auth's signOut scope): every live session of this creator, e.g. after
+    // losing a device. Only a live session of the creator can ask, so one creator never ends
+    // another's sessions.
     await db.query(
-      `update public.auth_sessions set revoked_at = now(), revoked_reason = 'logout'
-        where id = $1 and revoked_at is null`,
-      [session.sessionId],
+      scope === "global"
+        ? `update public.auth_sessions set revoked_at = now(), revoked_reason = 'logout'
+            where user_id = $1 and revoked_at is null`
+        : `update public.auth_sessions set revoked_at = now(), revoked_reason = 'logout'
+            where id = $1 and revoked_at is null`,
+      [scope === "global" ? session.userId : session.sessionId],
     );
     return new Response(null, { status: 204 });
   }
