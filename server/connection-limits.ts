@@ -303,7 +303,7 @@ class Tunnel {
   requestFinished(): void {
     this.#active--;
     if (this.#active > 0 || this.#closed) return;
-    if (this.#closeWhenIdle) this.#drain();
+    if (this.#closeWhenIdle) this.#drain(true);
     else this.#arm();
   }
 
@@ -337,14 +337,15 @@ class Tunnel {
    * client still sends is read and dropped (closing with unread input would reset the connection
    * and could discard the answer). The socket is closed after LINGER_MS at the latest.
    */
-  #drain(): void {
+  #drain(endInput: boolean): void {
     this.#draining = true;
     clearTimeout(this.#timer);
     this.#timer = setTimeout(() => this.destroy(), LINGER_MS);
+    if (!endInput) return;
     try {
       this.#inner?.closeWrite();
     } catch {
-      this.destroy();
+      // The internal side is already gone; its bytes still drain to the client.
     }
   }
 
@@ -375,7 +376,7 @@ class Tunnel {
       await this.client.closeWrite();
       // The internal server is done with this connection; a client that neither sends nor closes
       // gets no more than the linger time.
-      if (!this.#draining) this.#drain();
+      if (!this.#draining) this.#drain(false);
     } catch {
       this.destroy();
     }
