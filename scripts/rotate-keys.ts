@@ -13,6 +13,7 @@ import { parseArgs } from "node:util";
 import { ConfigError, parseConfig } from "../functions/_shared/config.ts";
 import { openDatabase } from "../server/database.ts";
 import { importKeyring } from "../functions/_shared/vault-crypto.ts";
+import { secureDataDir } from "../server/data-dir.ts";
 import { DEFAULT_BATCH_SIZE, rotateKeys } from "../server/key-rotation.ts";
 import {
   DEFAULT_DEV_KEYS_PATH,
@@ -58,6 +59,8 @@ if (config.database.engine === "pglite") {
   console.error(
     `rotating the embedded database in ${config.database.dataDir}; stop the server first`,
   );
+  // The same privacy as the server gives it (PGlite writes its files 0666).
+  await secureDataDir(config.database.dataDir);
 }
 
 const keyring = await importKeyring(config.encryptionKeys);

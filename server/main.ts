@@ -13,6 +13,8 @@ import {
   needsDevKeys,
   withDevKeys,
 } from "./dev-keys.ts";
+import { connectionLimitsFromEnv, serveWithLimits } from "./connection-limits.ts";
+import { secureDataDir } from "./data-dir.ts";
 import { migrate } from "./migrations.ts";
 
 const HOST = "127.0.0.1";
@@ -35,31 +37,37 @@ async function main(): Promise<void> {
   }
 
   let config;
+  let limits;
   try {
     config = parseConfig(env);
+    limits = connectionLimitsFromEnv(env);
   } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
+    if (!(error instanceof ConfigError) && !(error instanceof RangeError)) throw error;
     console.error(error.message);
     Deno.exit(1);
   }
 
-  if (config.database.engine === "pglite" && config.database.dataDir) {
-    await Deno.mkdir(config.database.dataDir, { recursive: true });
-  }
+  // The embedded database's files are private to this user: set on creation, checked and fixed on
+  // every start, and once more after PGlite has created its files (it makes them 0666).
+  const dataDir = config.database.engine === "pglite" ? config.database.dataDir : null;
+  if (dataDir) await secureOrExit(dataDir);
   const db = await openDatabase(config.database);
   const applied = await migrate(db);
+  if (dataDir) await secureOrExit(dataDir);
 
   const ownOrigins = [`http://${HOST}:${config.port}`, `http://localhost:${config.port}`];
   const context = createServiceContext(config, db, consoleLogger, { ownOrigins });
   const app = createLocalApp(context);
 
-  const server = Deno.serve(
-    { hostname: HOST, port: config.port, onListen: () => {} },
+  // Deno.serve behind a counted, deadlined socket (server/connection-limits.ts).
+  const server = serveWithLimits(
+    { hostname: HOST, port: config.port, limits },
     // This server is the edge: the client address is the socket's.
     atEdge(app.handler, config.clientIp),
   );
+  const port = server.addr.port;
 
-  console.log(`wallet-vault listening on http://${HOST}:${config.port} (${config.appEnv})`);
+  console.log(`wallet-vault listening on http://${HOST}:${port} (${config.appEnv})`);
   console.log(
     config.database.engine === "pglite"
       ? `database: embedded PGlite in ${config.database.dataDir ?? "memory"}`
@@ -72,8 +80,12 @@ async function main(): Promise<void> {
   if (config.publicApiKeys.length > 0) {
     console.log(`anon key: ${config.publicApiKeys[0]} (public; for supabase-js createClient)`);
   }
-  console.log(`try: curl http://${HOST}:${config.port}/api/secrets`);
-  console.log(`settings page: http://${HOST}:${config.port}/settings`);
+  console.log(
+    `limits: request head ${limits.headerTimeoutMs} ms, body ${limits.bodyTimeoutMs} ms, ` +
+      `${limits.maxConnections} connections`,
+  );
+  console.log(`try: curl http://${HOST}:${port}/api/secrets`);
+  console.log(`settings page: http://${HOST}:${port}/settings`);
 
   const stop = async () => {
     await server.shutdown();
@@ -82,6 +94,15 @@ async function main(): Promise<void> {
   };
   Deno.addSignalListener("SIGINT", stop);
   Deno.addSignalListener("SIGTERM", stop);
+}
+
+async function secureOrExit(dataDir: string): Promise<void> {
+  try {
+    await secureDataDir(dataDir);
+  } catch (error) {
+    console.error((error as Error).message);
+    Deno.exit(1);
+  }
 }
 
 function redactUrl(url: string): string {

@@ -20,6 +20,7 @@ import { MAX_BODY_BYTES } from "../functions/_shared/http.ts";
 import { SECRET_TYPES } from "../functions/_shared/secret-types.ts";
 import { isStaticPath, STATIC_ASSETS } from "../server/static.ts";
 import { atEdge } from "../server/app.ts";
+import { serveWithLimits } from "../server/connection-limits.ts";
 import { bearer, newWallet, TEST_ORIGIN, type TestApp } from "./support/app.ts";
 import {
   awkwardNumber,
@@ -1015,9 +1016,10 @@ async function validFlowStillWorks(app: TestApp, f: Fixtures) {
 // ---------------------------------------------------------------------------------------------
 // Raw HTTP over a real socket: framing and header tricks fetch cannot even express.
 
+/** As server/main.ts serves the app: behind the connection limits, with their defaults. */
 function serveOnLoopback(app: TestApp): { port: number; shutdown(): Promise<void> } {
-  const server = Deno.serve(
-    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+  const server = serveWithLimits(
+    { hostname: "127.0.0.1", port: 0 },
     atEdge(app.app.handler, app.config.clientIp),
   );
   return { port: server.addr.port, shutdown: () => server.shutdown() };

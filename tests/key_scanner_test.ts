@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import {
   type Finding,
+  LineScanner,
   maskSecret,
   projectFiles,
   scanPaths,
@@ -325,4 +326,268 @@ Deno.test("the project's own files scan clean", async () => {
   assert.match(stdout, /no provider credentials found/);
   const files = await projectFiles(ROOT);
   assert.ok(files.includes("server/key-scanner.ts") && files.includes("README.md"));
+});
+
+// ---------------------------------------------------------------------------------------------
+// Encodings, sizes, git's index and history, links, and placeholders that are not.
+
+const DENO_JSON = `${ROOT}/deno.json`;
+
+/** `deno task scan` as the task runs it (its permissions), but in another directory. */
+async function runScanIn(cwd: string, args: string[] = []) {
+  const task: string = JSON.parse(await Deno.readTextFile(DENO_JSON)).tasks.scan;
+  const [, , ...rest] = task.split(/\s+/); // "deno run <permissions…> scripts/scan-keys.ts"
+  const permissions = rest.filter((arg) => arg.startsWith("--"));
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--config", DENO_JSON, ...permissions, `${ROOT}/scripts/scan-keys.ts`, ...args],
+    cwd,
+    stdout: "piped",
+    stderr: "piped",
+    env: { NO_COLOR: "1" },
+  }).output();
+  return {
+    code: output.code,
+    stdout: new TextDecoder().decode(output.stdout),
+    stderr: new TextDecoder().decode(output.stderr),
+  };
+}
+
+/** A git repository in a temp directory, with a quiet identity. */
+async function gitRepo(files: Record<string, string | Uint8Array> = {}) {
+  const repo = await fixture(files);
+  const git = async (...args: string[]) => {
+    const output = await new Deno.Command("git", {
+      args: ["-c", "user.email=scan@test", "-c", "user.name=scan", ...args],
+      cwd: repo.dir,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stdout = new TextDecoder().decode(output.stdout).trim();
+    if (!output.success) {
+      throw new Error(`git ${args.join(" ")}: ${new TextDecoder().decode(output.stderr)}`);
+    }
+    return stdout;
+  };
+  await git("init", "-q", "-b", "main");
+  return Object.assign(repo, { git });
+}
+
+function utf16(text: string, order: "le" | "be", bom: boolean): Uint8Array {
+  const bytes = new Uint8Array((bom ? 2 : 0) + text.length * 2);
+  const view = new DataView(bytes.buffer);
+  if (bom) view.setUint16(0, 0xfeff, order === "le");
+  for (let i = 0; i < text.length; i++) {
+    view.setUint16((bom ? 2 : 0) + i * 2, text.charCodeAt(i), order === "le");
+  }
+  return bytes;
+}
+
+Deno.test("a UTF-16 .env (as PowerShell writes it), with or without a byte-order mark, is decoded and scanned", async () => {
+  const keys = fakeKeys();
+  const text = `# PowerShell: "OPENAI_API_KEY=..." > .env\r\nOPENAI_API_KEY=${keys.openai}\r\n` +
+    `HF=${keys.huggingface}\r\n`;
+  await using dir = await fixture({
+    "le-bom.env": utf16(text, "le", true),
+    "le.env": utf16(text, "le", false),
+    "be-bom.env": utf16(text, "be", true),
+  });
+  const report = await scanPaths([dir.dir]);
+  assert.deepEqual(report.skipped, []);
+  assert.equal(report.filesScanned, 3);
+  for (const file of ["le-bom.env", "le.env", "be-bom.env"]) {
+    const found = report.findings.filter((f) => f.file.endsWith(`/${file}`));
+    assert.deepEqual(
+      found.map((f) => [f.line, f.column, f.kind]),
+      [[2, 16, KIND_OF.openai], [3, 4, KIND_OF.huggingface]],
+      file,
+    );
+  }
+});
+
+Deno.test("a text file with a NUL in its first 8 KB is scanned; a binary file is still skipped", async () => {
+  const key = fakeKeys().openai;
+  await using dir = await fixture({
+    "stray-nul.env": `\0# exported by a tool that wrote a NUL first\nOPENAI_API_KEY=${key}\n`,
+    "image.png": new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d]),
+    "random.bin": crypto.getRandomValues(new Uint8Array(4096)).map((b, i) => i % 7 ? b : 0),
+  });
+  const report = await scanPaths([dir.dir]);
+  assert.deepEqual(where(report.findings), ["stray-nul.env:2:OpenAI-style key (sk-…)"]);
+  assert.deepEqual(report.skipped.map((s) => [s.file.slice(dir.dir.length + 1), s.reason]), [
+    ["image.png", "binary"],
+    ["random.bin", "binary"],
+  ]);
+});
+
+Deno.test("files over 5 MB are scanned in pieces: keys at the end, and on one very long line, are found", async () => {
+  const keys = [fakeKeys().openai, fakeKeys().github, fakeKeys().aws];
+  const filler = "lorem ipsum dolor sit amet, consectetur adipiscing elit\n".repeat(110_000);
+  // A minified bundle: 6 MB on one line, keys near the start, in the middle and at the end.
+  const chunk = "a".repeat(2_999_950);
+  const oneLine = `x=${keys[0]};${chunk};${keys[1]};${chunk};${keys[2]}`;
+  await using dir = await fixture({
+    "big.log": `${filler}OPENAI_API_KEY=${keys[0]}\n`,
+    "bundle.min.js": oneLine,
+  });
+  assert.ok((await Deno.stat(`${dir.dir}/big.log`)).size > 5 * 1024 * 1024);
+  const report = await scanPaths([dir.dir]);
+  assert.deepEqual(report.skipped, []);
+  const found = report.findings.map((f) => [f.file.slice(dir.dir.length + 1), f.line, f.column]);
+  assert.deepEqual(found, [
+    ["big.log", 110_001, 16],
+    ["bundle.min.js", 1, 3],
+    ["bundle.min.js", 1, oneLine.indexOf(keys[1]) + 1],
+    ["bundle.min.js", 1, oneLine.indexOf(keys[2]) + 1],
+  ]);
+});
+
+Deno.test("a key across a segment cut of a long line is found once, at its column, wherever the cut falls", () => {
+  const key = fakeKeys().openai; // 56 characters
+  const options = { segmentChars: 300, overlapChars: 100, contextChars: 20 };
+  for (let at = 0; at < 700; at++) {
+    const line = `${"=".repeat(at)} ${key} ${"=".repeat(900 - at)}`;
+    // Pushed in uneven pieces, as a decoder delivers them.
+    const scanner = new LineScanner("bundle.js", options);
+    for (let i = 0; i < line.length; i += 37) scanner.push(line.slice(i, i + 37));
+    const findings = scanner.end();
+    assert.deepEqual(
+      findings.map((f) => [f.line, f.column, f.masked]),
+      [[1, at + 2, maskSecret(key)]],
+      `key at ${at}`,
+    );
+  }
+});
+
+Deno.test("staged content that differs from the working copy is scanned and marked staged", async () => {
+  const key = fakeKeys().anthropic;
+  await using repo = await gitRepo({ "clean.md": "nothing here\n" });
+  await repo.git("add", "clean.md");
+  await repo.git("commit", "-qm", "first");
+  await Deno.writeTextFile(`${repo.dir}/.env`, `ANTHROPIC_API_KEY=${key}\n`);
+  await repo.git("add", ".env");
+  // The working copy was cleaned up, but the key is what the next commit would hold.
+  await Deno.writeTextFile(`${repo.dir}/.env`, "ANTHROPIC_API_KEY=\n");
+  const { code, stdout, stderr } = await runScanIn(repo.dir);
+  assert.equal(code, 1, stderr);
+  assert.match(
+    stdout,
+    /^\.env:1:19: Anthropic-style key \(sk-ant-…\): sk-a…\(73 chars\) \(staged\)$/m,
+  );
+  assert.ok(!stdout.includes(key.slice(4, 12)));
+});
+
+Deno.test("a staged file deleted from the working copy is scanned from the index, not a failure", async () => {
+  const key = fakeKeys().groq;
+  await using repo = await gitRepo({ "recipe.yaml": `provider_e_key: ${key}\n` });
+  await repo.git("add", "recipe.yaml");
+  await Deno.remove(`${repo.dir}/recipe.yaml`);
+  const { code, stdout, stderr } = await runScanIn(repo.dir);
+  assert.equal(code, 1, stderr);
+  assert.match(stdout, /^recipe\.yaml:1:17: Groq key \(gsk_…\): gsk_…\(56 chars\) \(staged\)$/m);
+});
+
+Deno.test("--history finds keys in every commit reachable from HEAD, each with a commit that holds it", async () => {
+  const [gone, sideBranch, unmerged] = [fakeKeys().openai, fakeKeys().stripe, fakeKeys().github];
+  await using repo = await gitRepo({ "README.md": "# app\n" });
+  await repo.git("add", ".");
+  await repo.git("commit", "-qm", "start");
+  // A key committed, then removed: the working copy and the index are clean.
+  await Deno.writeTextFile(`${repo.dir}/.env`, `OPENAI_API_KEY=${gone}\n`);
+  await repo.git("add", ".env");
+  await repo.git("commit", "-qm", "oops");
+  await repo.git("rm", "-q", ".env");
+  await repo.git("commit", "-qm", "remove .env");
+  // One on a branch that was merged (and removed there), one on a branch never merged.
+  await repo.git("checkout", "-q", "-b", "side");
+  await Deno.mkdir(`${repo.dir}/conf`);
+  await Deno.writeTextFile(`${repo.dir}/conf/pay.yaml`, `stripe: ${sideBranch}\n`);
+  await repo.git("add", "conf");
+  await repo.git("commit", "-qm", "pay");
+  await repo.git("rm", "-q", "-r", "conf");
+  await repo.git("commit", "-qm", "unpay");
+  await repo.git("checkout", "-q", "main");
+  await Deno.writeTextFile(`${repo.dir}/README.md`, "# app, on main\n");
+  await repo.git("commit", "-qam", "main moves");
+  await repo.git("merge", "-q", "--no-edit", "side");
+  await repo.git("checkout", "-q", "-b", "elsewhere", "HEAD~1");
+  await Deno.writeTextFile(`${repo.dir}/token.txt`, `${unmerged}\n`);
+  await repo.git("add", "token.txt");
+  await repo.git("commit", "-qm", "not on main");
+  await repo.git("checkout", "-q", "main");
+
+  const plain = await runScanIn(repo.dir);
+  assert.equal(plain.code, 0, plain.stdout + plain.stderr);
+
+  const { code, stdout, stderr } = await runScanIn(repo.dir, ["--history"]);
+  assert.equal(code, 1, stderr);
+  const lines = stdout.split("\n").filter((line) => /\(commit [0-9a-f]{40}\)$/.test(line)).sort();
+  assert.equal(lines.length, 2, stdout);
+  const expected = [
+    [".env", "1:16: OpenAI-style key", gone],
+    ["conf/pay.yaml", "1:9: Stripe-style key", sideBranch],
+  ] as const;
+  for (const [index, [path, at, key]] of expected.entries()) {
+    const line = lines[index];
+    assert.ok(line.startsWith(`${path}:${at}`), line);
+    // The commit named holds the key at that path.
+    const commit = /\(commit ([0-9a-f]{40})\)$/.exec(line)![1];
+    assert.ok((await repo.git("show", `${commit}:${path}`)).includes(key), line);
+  }
+  assert.ok(!stdout.includes(gone.slice(4, 12)) && !stdout.includes(sideBranch.slice(8, 16)));
+  assert.match(stdout, /2 provider credentials found/);
+
+  const withPaths = await runScanIn(repo.dir, ["--history", "."]);
+  assert.equal(withPaths.code, 2);
+});
+
+Deno.test("links inside the project are followed, links out of it are skipped and named", async () => {
+  const [inside, outside] = [fakeKeys().replicate, fakeKeys().google];
+  await using elsewhere = await fixture({ "secret.env": `GOOGLE_KEY=${outside}\n` });
+  // config/ is ignored: its file is reached only through the tracked link.
+  await using repo = await gitRepo({
+    ".gitignore": "config/\n",
+    "config/real.yaml": `provider_b_key: ${inside}\n`,
+  });
+  await Deno.symlink("config/real.yaml", `${repo.dir}/recipe.yaml`);
+  await Deno.symlink(`${elsewhere.dir}/secret.env`, `${repo.dir}/outside.env`);
+  await Deno.symlink(".", `${repo.dir}/loop`);
+  await repo.git("add", ".gitignore", "recipe.yaml", "outside.env", "loop");
+  const { code, stdout, stderr } = await runScanIn(repo.dir);
+  assert.equal(code, 1, stderr);
+  assert.match(stdout, /^recipe\.yaml:1:17: Replicate token \(r8_…\): /m);
+  assert.match(stdout, /1 provider credential found in 1 file\./);
+  assert.match(stderr, /skipped outside\.env: link to outside the tree, not followed/);
+});
+
+Deno.test("a real key that contains 'here', 'your' or a run like 'abcdef' is still a key", () => {
+  const body = random(40);
+  const keys = [
+    `sk-proj-${body.slice(0, 12)}here${body.slice(12)}`,
+    `sk-proj-${body.slice(0, 20)}abcdef${body.slice(20)}`,
+    `sk-${body.slice(0, 5)}Your${body.slice(5)}0123456`,
+    `ghp_${body.slice(0, 30)}xxxx${body.slice(30, 36)}`,
+  ];
+  for (const key of keys) {
+    const found = scanText(`OPENAI=${key}\n`, "a.env");
+    assert.equal(found.length, 1, key.slice(0, 3));
+    assert.equal(found[0].column, 8);
+  }
+  const assigned = `${body.slice(0, 10)}here${body.slice(10, 20)}abcdefgh${body.slice(20)}`;
+  assert.equal(scanText(`VENDOR_API_KEY=${assigned}`, "a.env").length, 1);
+  // Still placeholders: whole words, elisions, templates, typed runs.
+  for (
+    const value of [
+      "your_api_key_here",
+      "YOUR-API-KEY-HERE-123",
+      "sk-...",
+      "<your-key>",
+      "sk-xxxxxxxxxxxxxxxxxxxxxxxx",
+      "sk-proj-xxxx-xxxx-1234",
+      "sk-1234567890abcdefghij",
+      "AKIAIOSFODNN7EXAMPLE",
+      "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    ]
+  ) {
+    assert.deepEqual(scanText(`OPENAI_API_KEY=${value}`, "a.env"), [], value);
+  }
 });

@@ -415,3 +415,48 @@ Deno.test("the client refuses options it cannot work with", () => {
   assert.throws(() => createVaultServerClient({ ...base, revealToken: "" }), TypeError);
   assert.throws(() => createVaultServerClient({ ...base, timeoutMs: 0 }), TypeError);
 });
+
+Deno.test("a redirect is refused naming its Location, and the reveal token never follows it", async () => {
+  // Another origin (another port) that records whatever reaches it.
+  const received: { path: string; revealToken: boolean }[] = [];
+  await using elsewhere = serveOnFreePort((request) => {
+    received.push({
+      path: new URL(request.url).pathname,
+      revealToken: request.headers.has("x-service-server-secret"),
+    });
+    return Response.json({ secrets: [] });
+  });
+  // The vault answers every request with the status named by its first path segment.
+  await using vault = serveOnFreePort((request) => {
+    const path = new URL(request.url).pathname;
+    return new Response(null, {
+      status: Number(path.split("/")[1]),
+      headers: { location: `${elsewhere.origin}/collect${path}` },
+    });
+  });
+  for (const status of [307, 308, 301, 302, 303]) {
+    const counting = countingFetch();
+    const client = createVaultServerClient({
+      baseUrl: `${vault.origin}/${status}/functions/v1`,
+      revealToken: "reveal-token",
+      fetch: counting.fetch,
+    });
+    const secrets = `${elsewhere.origin}/collect/${status}/functions/v1/user-secrets`;
+    const calls: [() => Promise<unknown>, string][] = [
+      [() => client.reveal("session"), `${secrets}/reveal`],
+      [() => client.storedTypes("session"), secrets],
+      [() => client.credentialsForStep("session", "llm"), secrets],
+    ];
+    for (const [call, location] of calls) {
+      counting.calls.length = 0;
+      const error = await clientError(call());
+      assert.equal(error.code, "redirect_refused", `${status}: ${error.message}`);
+      assert.equal(error.status, status);
+      assert.equal(error.details.location, location);
+      assert.ok(error.message.includes(location), error.message);
+      // A redirect is an answer: not retried, not followed.
+      assert.equal(counting.calls.length, 1);
+    }
+  }
+  assert.deepEqual(received, []);
+});

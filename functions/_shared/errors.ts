@@ -9,8 +9,10 @@ export const ERROR_STATUS = {
   invalid_request: 400,
   not_found: 404,
   method_not_allowed: 405,
+  request_timeout: 408,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  misdirected_request: 421,
   rate_limited: 429,
   // Wallet sign-in
   invalid_message: 400,

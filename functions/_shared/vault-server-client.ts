@@ -43,6 +43,8 @@ export type ClientErrorCode =
   | "timeout"
   /** An answer that is not the service's JSON (a proxy's HTML page, a truncated body…). */
   | "invalid_response"
+  /** A 3xx answer: never followed, since following would carry the reveal token elsewhere. */
+  | "redirect_refused"
   /** RevealedSecrets.get() of a type the reveal did not return. */
   | "secret_not_revealed"
   /** From planRoute: no stored key enables the step, or an unknown step kind/provider. */
@@ -196,9 +198,15 @@ export function createVaultServerClient(options: VaultServerClientOptions): Vaul
     const signal = AbortSignal.timeout(timeoutMs);
     let response: Response;
     try {
-      response = await fetchFn(url, { ...init, signal });
+      // Never followed: fetch would resend x-service-server-secret to whatever origin the
+      // Location names (only Authorization is dropped across origins).
+      response = await fetchFn(url, { ...init, redirect: "manual", signal });
     } catch (error) {
       throw failure(error, signal, url);
+    }
+    if (response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400)) {
+      await response.body?.cancel().catch(() => {});
+      throw redirectRefused(url, response);
     }
     let text: string;
     try {
@@ -339,6 +347,20 @@ function secretsUrlOf(baseUrl: string): string {
   }
   const root = `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
   return /\/api$/.test(root) ? `${root}/secrets` : `${root}/user-secrets`;
+}
+
+function redirectRefused(url: string, response: Response): VaultClientError {
+  // An opaque redirect (browsers) hides its status and Location; Deno shows both.
+  const location = response.headers.get("location");
+  const status = response.type === "opaqueredirect" ? null : response.status;
+  return new VaultClientError(
+    "redirect_refused",
+    `The vault at ${url} answered ${status ?? "a redirect"} to ${
+      location ?? "an undisclosed location"
+    }; redirects are not followed. Point baseUrl at the final address.`,
+    status,
+    location === null ? {} : { location },
+  );
 }
 
 function routeError(error: RouteError): VaultClientError {

@@ -1,0 +1,399 @@
+/**
+ * The local server's socket, with the limits `Deno.serve` does not have: a deadline for each
+ * request head, a deadline for each request body, and a cap on open connections.
+ *
+ * `Deno.serve` gives a handler nothing until a head is complete and has no header-read timeout,
+ * so a client sending a head (or a body) a byte at a time holds a connection for as long as it
+ * likes. Here the public port is a plain TCP listener: each accepted connection is counted, then
+ * piped byte for byte to an internal `Deno.serve` on a loopback port. HTTP parsing stays entirely
+ * Deno's (nothing here reads the bytes, so there is no second parser to disagree with it about
+ * framing); what this layer needs to know, it learns from the internal server:
+ *
+ * - a connection is waiting for a head from its accept, and again from the moment its last
+ *   response was delivered (`info.completed`), until the internal server calls the handler with
+ *   the next request. Past `headerTimeoutMs` it is closed. That also ends idle keep-alive
+ *   connections after the same time.
+ * - a request's body must have arrived within `bodyTimeoutMs` of its head; otherwise the request
+ *   is answered 408 `request_timeout` and its connection closed.
+ *
+ * The handler sees the client's own socket address as `info.remoteAddr`: each internal connection
+ * is mapped back to the accepted one by its local port. A connection made straight to the
+ * internal port (bypassing the limits) maps to nothing and is answered 421.
+ */
+import { ServiceError } from "../functions/_shared/errors.ts";
+import { errorResponse } from "../functions/_shared/http.ts";
+
+export interface ConnectionLimits {
+  /** From accept, or from the last response, until a request head is complete. */
+  readonly headerTimeoutMs: number;
+  /** From a complete head until its body has arrived in full. */
+  readonly bodyTimeoutMs: number;
+  /** Connections open at once; one more is closed as soon as it is accepted. */
+  readonly maxConnections: number;
+}
+
+export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
+  headerTimeoutMs: 10_000,
+  bodyTimeoutMs: 30_000,
+  maxConnections: 256,
+};
+
+const ENV_NAMES = {
+  headerTimeoutMs: "LOCAL_HEADER_TIMEOUT_MS",
+  bodyTimeoutMs: "LOCAL_BODY_TIMEOUT_MS",
+  maxConnections: "LOCAL_MAX_CONNECTIONS",
+} as const satisfies Record<keyof ConnectionLimits, string>;
+
+/** Upper bounds, so a typo cannot turn a limit off (a day; far more sockets than a laptop has). */
+const MAXIMA: ConnectionLimits = {
+  headerTimeoutMs: 86_400_000,
+  bodyTimeoutMs: 86_400_000,
+  maxConnections: 100_000,
+};
+
+/**
+ * LOCAL_HEADER_TIMEOUT_MS, LOCAL_BODY_TIMEOUT_MS, LOCAL_MAX_CONNECTIONS (unset or blank: the
+ * default). Throws naming every variable that is not a positive integer in range.
+ */
+export function connectionLimitsFromEnv(
+  env: Readonly<Record<string, string | undefined>>,
+): ConnectionLimits {
+  const limits = { ...DEFAULT_CONNECTION_LIMITS };
+  const problems: string[] = [];
+  for (const key of Object.keys(ENV_NAMES) as (keyof ConnectionLimits)[]) {
+    const raw = env[ENV_NAMES[key]]?.trim();
+    if (raw === undefined || raw === "") continue;
+    const value = /^\d+$/.test(raw) ? Number(raw) : NaN;
+    if (!(Number.isSafeInteger(value) && value >= 1 && value <= MAXIMA[key])) {
+      problems.push(`${ENV_NAMES[key]} must be an integer from 1 to ${MAXIMA[key]}.`);
+    } else {
+      limits[key] = value;
+    }
+  }
+  if (problems.length > 0) throw new RangeError(problems.join("\n"));
+  return limits;
+}
+
+export interface LimitedServeOptions {
+  readonly hostname: string;
+  /** 0 picks a free port; `addr` tells which. */
+  readonly port: number;
+  readonly limits?: Partial<ConnectionLimits>;
+}
+
+export interface LimitedServer {
+  /** The public address. */
+  readonly addr: Deno.NetAddr;
+  /** The internal server's address (loopback); a request made to it directly is answered 421. */
+  readonly internalAddr: Deno.NetAddr;
+  /** Connections accepted and not yet closed. */
+  readonly openConnections: number;
+  /** Stops accepting, lets requests in flight finish, then closes every connection. */
+  shutdown(): Promise<void>;
+}
+
+/** After a 408 the client gets this long to take the answer before its socket is closed. */
+const LINGER_MS = 1_000;
+const BUFFER_BYTES = 16 * 1024;
+/** Bodies up to this size are read ahead as they arrive, so the deadline is about arrival. */
+const READ_AHEAD_BYTES = 64 * 1024;
+/** The Fetch API cannot build a Request with these; atEdge refuses them without the body. */
+const UNBUILDABLE_METHOD = /^(connect|trace|track)$/i;
+
+export function serveWithLimits(
+  options: LimitedServeOptions,
+  handler: Deno.ServeHandler<Deno.NetAddr>,
+): LimitedServer {
+  const limits = { ...DEFAULT_CONNECTION_LIMITS, ...options.limits };
+  /** Keyed by the internal connection's local address, as the internal server sees its peer. */
+  const byInnerAddr = new Map<string, Tunnel>();
+  const tunnels = new Set<Tunnel>();
+
+  const inner = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen: () => {} },
+    (request, info) => {
+      const tunnel = byInnerAddr.get(addrKey(info.remoteAddr));
+      if (tunnel === undefined) {
+        return errorResponse(
+          new ServiceError("misdirected_request", "Connect to the server's public port."),
+        );
+      }
+      tunnel.requestStarted();
+      const settled = () => tunnel.requestFinished();
+      info.completed.then(settled, settled);
+      const clientInfo: Deno.ServeHandlerInfo<Deno.NetAddr> = {
+        remoteAddr: tunnel.remoteAddr,
+        completed: info.completed,
+      };
+      const method = request.method.toUpperCase();
+      if (
+        request.body === null || method === "GET" || method === "HEAD" ||
+        UNBUILDABLE_METHOD.test(method)
+      ) {
+        return handler(request, clientInfo);
+      }
+      return withBodyDeadline(request, clientInfo, tunnel);
+    },
+  );
+  const innerPort = inner.addr.port;
+
+  function withBodyDeadline(
+    request: Request,
+    info: Deno.ServeHandlerInfo<Deno.NetAddr>,
+    tunnel: Tunnel,
+  ): Promise<Response> {
+    const reader = request.body!.getReader();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let timedOut = false;
+    let controller!: ReadableStreamDefaultController<Uint8Array>;
+    const arrived = () => clearTimeout(timer);
+    const body = new ReadableStream<Uint8Array>(
+      {
+        start(c) {
+          controller = c;
+        },
+        async pull(c) {
+          let result: ReadableStreamReadResult<Uint8Array>;
+          try {
+            result = await reader.read();
+          } catch (error) {
+            arrived();
+            if (!timedOut) c.error(error);
+            return;
+          }
+          if (timedOut) return;
+          if (result.done) {
+            arrived();
+            c.close();
+          } else {
+            c.enqueue(result.value);
+          }
+        },
+        cancel(reason) {
+          arrived();
+          return reader.cancel(reason);
+        },
+      },
+      new ByteLengthQueuingStrategy({ highWaterMark: READ_AHEAD_BYTES }),
+    );
+    const timeout = new Promise<Response>((resolve) => {
+      timer = setTimeout(() => {
+        timedOut = true;
+        controller.error(new ServiceError("request_timeout", "The request body timed out."));
+        reader.cancel().catch(() => {});
+        tunnel.closeAfterResponse();
+        resolve(errorResponse(
+          new ServiceError(
+            "request_timeout",
+            `The request body did not arrive within ${limits.bodyTimeoutMs} ms.`,
+          ),
+        ));
+      }, limits.bodyTimeoutMs);
+    });
+    const answered = (async () =>
+      await handler(
+        new Request(request.url, { method: request.method, headers: request.headers, body }),
+        info,
+      ))();
+    answered.then(arrived, arrived);
+    return Promise.race([answered, timeout]).then((response) => {
+      if (timedOut) {
+        // The app's late answer (if any) is not sent: release its body.
+        answered.then((late) => late.body?.cancel(), () => {});
+      }
+      return response;
+    });
+  }
+
+  const listener = Deno.listen({
+    hostname: options.hostname,
+    port: options.port,
+    transport: "tcp",
+  });
+  let accepting = true;
+  const acceptLoop = (async () => {
+    while (accepting) {
+      let conn: Deno.TcpConn;
+      try {
+        conn = await listener.accept();
+      } catch (error) {
+        if (!accepting || error instanceof Deno.errors.BadResource) return;
+        // Out of file descriptors and the like: back off a moment rather than spin.
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        continue;
+      }
+      if (tunnels.size >= limits.maxConnections) {
+        // Over the cap: closed at once, before a byte is read.
+        conn.close();
+        continue;
+      }
+      const tunnel = new Tunnel(conn, limits.headerTimeoutMs, (closed) => {
+        tunnels.delete(closed);
+        if (closed.innerKey !== null) byInnerAddr.delete(closed.innerKey);
+      });
+      tunnels.add(tunnel);
+      tunnel.connect(innerPort, (key) => byInnerAddr.set(key, tunnel));
+    }
+  })();
+
+  return {
+    addr: listener.addr,
+    internalAddr: inner.addr,
+    get openConnections() {
+      return tunnels.size;
+    },
+    async shutdown() {
+      accepting = false;
+      listener.close();
+      await acceptLoop;
+      // Deno's graceful shutdown: requests in flight finish, idle connections close.
+      await inner.shutdown();
+      for (const tunnel of tunnels) tunnel.destroy();
+    },
+  };
+}
+
+/** One accepted connection and its twin on the internal server. */
+class Tunnel {
+  readonly remoteAddr: Deno.NetAddr;
+  innerKey: string | null = null;
+  #inner: Deno.TcpConn | null = null;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #active = 0;
+  #closeWhenIdle = false;
+  #draining = false;
+  #closed = false;
+  #pumps = 0;
+
+  constructor(
+    readonly client: Deno.TcpConn,
+    readonly headerTimeoutMs: number,
+    readonly onClosed: (tunnel: Tunnel) => void,
+  ) {
+    this.remoteAddr = client.remoteAddr;
+    this.#arm();
+  }
+
+  async connect(innerPort: number, register: (key: string) => void): Promise<void> {
+    try {
+      this.#inner = await Deno.connect({ hostname: "127.0.0.1", port: innerPort });
+    } catch {
+      this.destroy();
+      return;
+    }
+    if (this.#closed) {
+      this.#inner.close();
+      return;
+    }
+    // Registered before a byte is forwarded, so the handler always finds it.
+    this.innerKey = addrKey(this.#inner.localAddr);
+    register(this.innerKey);
+    this.#pumps = 2;
+    this.#clientToInner(this.#inner);
+    this.#innerToClient(this.#inner);
+  }
+
+  /** The internal server has a complete head: no head deadline while a request is handled. */
+  requestStarted(): void {
+    this.#active++;
+    clearTimeout(this.#timer);
+  }
+
+  /** Its response was delivered (or could not be). */
+  requestFinished(): void {
+    this.#active--;
+    if (this.#active > 0 || this.#closed) return;
+    if (this.#closeWhenIdle) this.#drain(true);
+    else this.#arm();
+  }
+
+  /** After the response in progress, end the connection (its request stream is unusable). */
+  closeAfterResponse(): void {
+    this.#closeWhenIdle = true;
+  }
+
+  destroy(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    for (const conn of [this.client, this.#inner]) {
+      try {
+        conn?.close();
+      } catch {
+        // already closed
+      }
+    }
+    this.onClosed(this);
+  }
+
+  #arm(): void {
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => this.destroy(), this.headerTimeoutMs);
+  }
+
+  /**
+   * Ends the request stream but lets the answer already written reach the client: the internal
+   * server sees end-of-input and closes, the rest of its bytes are forwarded, and whatever the
+   * client still sends is read and dropped (closing with unread input would reset the connection
+   * and could discard the answer). The socket is closed after LINGER_MS at the latest.
+   */
+  #drain(endInput: boolean): void {
+    this.#draining = true;
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => this.destroy(), LINGER_MS);
+    if (!endInput) return;
+    try {
+      this.#inner?.closeWrite();
+    } catch {
+      // The internal side is already gone; its bytes still drain to the client.
+    }
+  }
+
+  async #clientToInner(inner: Deno.TcpConn): Promise<void> {
+    const buffer = new Uint8Array(BUFFER_BYTES);
+    try {
+      for (;;) {
+        const n = await this.client.read(buffer);
+        if (n === null) break;
+        if (!this.#draining) await writeAll(inner, buffer.subarray(0, n));
+      }
+      // The client has finished sending: pass that on, and the internal server ends the exchange.
+      if (!this.#draining) await inner.closeWrite();
+    } catch {
+      this.destroy();
+    }
+    this.#pumpDone();
+  }
+
+  async #innerToClient(inner: Deno.TcpConn): Promise<void> {
+    const buffer = new Uint8Array(BUFFER_BYTES);
+    try {
+      for (;;) {
+        const n = await inner.read(buffer);
+        if (n === null) break;
+        await writeAll(this.client, buffer.subarray(0, n));
+      }
+      await this.client.closeWrite();
+      // The internal server is done with this connection; a client that neither sends nor closes
+      // gets no more than the linger time.
+      if (!this.#draining) this.#drain(false);
+    } catch {
+      this.destroy();
+    }
+    this.#pumpDone();
+  }
+
+  #pumpDone(): void {
+    if (--this.#pumps === 0) this.destroy();
+  }
+}
+
+function addrKey(addr: Deno.Addr): string {
+  const { hostname, port } = addr as Deno.NetAddr;
+  return `${hostname}:${port}`;
+}
+
+async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {
+  let offset = 0;
+  while (offset < bytes.length) offset += await conn.write(bytes.subarray(offset));
+}

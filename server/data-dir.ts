@@ -1,0 +1,78 @@
+/**
+ * The embedded database's directory, readable by its owner only.
+ *
+ * PGlite writes its files mode 0666 whatever the umask (the modes of its in-memory filesystem are
+ * copied to disk), and the WAL holds wallet addresses and key hints in clear. A directory of mode
+ * 0700 keeps every other local user out of all of it, including files PGlite creates later; the
+ * files are tightened to 0600 as well, so a copy of the directory does not carry 0666 along.
+ */
+
+export interface DataDirReport {
+  /** The directory did not exist and was created. */
+  readonly created: boolean;
+  /** Directories and files whose mode had to be narrowed (the top directory included). */
+  readonly tightened: number;
+}
+
+/** Unix permission bits are all this changes; Windows has none to set. */
+const HAS_MODES = Deno.build.os !== "windows";
+
+/**
+ * Creates `path` (mode 0700) if missing, then sets it and every directory below it to 0700 and
+ * takes the group and other bits off every file (PGlite's 0666 becomes 0600). Symbolic links are
+ * left alone and not followed. Throws when the modes
+ * cannot be set (for example a directory owned by another user): the server must not start then.
+ */
+export async function secureDataDir(path: string): Promise<DataDirReport> {
+  let created = false;
+  try {
+    await Deno.mkdir(path, { mode: 0o700 });
+    created = true;
+  } catch (error) {
+    if (!(error instanceof Deno.errors.AlreadyExists)) {
+      // Parents missing: create them too (their modes are the umask's; only the leaf holds data).
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+      await Deno.mkdir(path, { recursive: true, mode: 0o700 });
+      created = true;
+    }
+  }
+  const info = await Deno.stat(path);
+  if (!info.isDirectory) throw new Error(`${path} is not a directory.`);
+  if (!HAS_MODES) return { created, tightened: 0 };
+  try {
+    return { created, tightened: await tighten(path, info.mode) };
+  } catch (error) {
+    throw new Error(
+      `Could not make ${path} private (mode 0700): ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+}
+
+async function tighten(dir: string, mode: number | null): Promise<number> {
+  let tightened = 0;
+  // The directory first: from here on nobody else can open what is below it.
+  if (mode === null || (mode & 0o777) !== 0o700) {
+    await Deno.chmod(dir, 0o700);
+    tightened++;
+  }
+  for await (const entry of Deno.readDir(dir)) {
+    if (entry.isSymlink) continue;
+    const path = `${dir}/${entry.name}`;
+    try {
+      if (entry.isDirectory) {
+        tightened += await tighten(path, (await Deno.lstat(path)).mode);
+      } else if (entry.isFile) {
+        const fileMode = (await Deno.lstat(path)).mode;
+        if (fileMode === null || (fileMode & 0o077) !== 0) {
+          await Deno.chmod(path, fileMode === null ? 0o600 : fileMode & 0o700);
+          tightened++;
+        }
+      }
+    } catch (error) {
+      // A running database removes files (old WAL segments) while this walks: nothing to do.
+      if (!(error instanceof Deno.errors.NotFound)) throw error;
+    }
+  }
+  return tightened;
+}

@@ -1,0 +1,167 @@
+/**
+ * `deno task start` as a process, on embedded PGlite in a fresh directory: its data directory is
+ * private from the first start and after any later one, and its socket applies the LOCAL_* limits.
+ */
+import assert from "node:assert/strict";
+
+const MAIN = new URL("../server/main.ts", import.meta.url).pathname;
+
+interface Running {
+  readonly port: number;
+  stop(): Promise<void>;
+}
+
+/** Starts server/main.ts and waits for its "migrations:" line (the database is open). */
+async function startLocalServer(env: Record<string, string>): Promise<Running> {
+  const inherited = Object.fromEntries(
+    ["PATH", "HOME", "DENO_DIR", "XDG_CACHE_HOME"].flatMap((name) => {
+      const value = Deno.env.get(name);
+      return value === undefined ? [] : [[name, value]];
+    }),
+  );
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", MAIN],
+    env: { ...inherited, NO_COLOR: "1", PORT: "0", ...env },
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const stderr = new Response(child.stderr).text();
+  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let output = "";
+  while (!/^migrations: .*$/m.test(output)) {
+    const { done, value } = await reader.read();
+    if (done) {
+      await child.status;
+      throw new Error(`the server exited before it was ready:\n${output}\n${await stderr}`);
+    }
+    output += value;
+  }
+  const port = Number(/listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(output)?.[1]);
+  assert.ok(port > 0, output);
+  const draining = (async () => {
+    while (!(await reader.read()).done) {
+      // keep the pipe flowing
+    }
+  })();
+  return {
+    port,
+    async stop() {
+      child.kill("SIGTERM");
+      const status = await child.status;
+      await draining;
+      await stderr;
+      assert.equal(status.code, 0, `the server stopped with ${status.code}`);
+    },
+  };
+}
+
+/** Every path below `dir` (links not followed) with its permission bits. */
+async function modes(dir: string): Promise<Map<string, number>> {
+  const found = new Map<string, number>([[dir, (await Deno.lstat(dir)).mode! & 0o777]]);
+  for await (const entry of Deno.readDir(dir)) {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory) {
+      for (const [p, m] of await modes(path)) found.set(p, m);
+    } else if (entry.isFile) {
+      found.set(path, (await Deno.lstat(path)).mode! & 0o777);
+    }
+  }
+  return found;
+}
+
+function assertPrivate(found: Map<string, number>): void {
+  const open = [...found].filter(([, mode]) => (mode & 0o077) !== 0);
+  assert.deepEqual(
+    open.slice(0, 5).map(([path, mode]) => `${path} ${mode.toString(8)}`),
+    [],
+    `${open.length} of ${found.size} paths are readable by others`,
+  );
+}
+
+async function readUntilClosed(conn: Deno.Conn): Promise<string> {
+  let received = "";
+  const buffer = new Uint8Array(4096);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const safety = new Promise<"open">((resolve) => {
+    timer = setTimeout(() => resolve("open"), 15_000);
+  });
+  const reading = (async () => {
+    for (;;) {
+      const n = await conn.read(buffer).catch(() => null);
+      if (n === null) return "closed" as const;
+      received += new TextDecoder().decode(buffer.subarray(0, n));
+    }
+  })();
+  try {
+    const how = await Promise.race([reading, safety]);
+    assert.equal(
+      how,
+      "closed",
+      `the server kept the connection open after ${received.length} bytes`,
+    );
+    return received;
+  } finally {
+    clearTimeout(timer);
+    conn.close();
+  }
+}
+
+Deno.test({
+  name: "the local server process",
+  // The child's pipes are closed by stop(); nothing else outlives a step.
+  sanitizeResources: false,
+  async fn(t) {
+    const root = await Deno.makeTempDir({ prefix: "wallet-vault-local-server-" });
+    const dataDir = `${root}/state/pglite`;
+    const env = {
+      PGLITE_DATA_DIR: dataDir,
+      DEV_KEYS_FILE: `${root}/state/dev-keys.json`,
+      LOCAL_HEADER_TIMEOUT_MS: "300",
+    };
+    try {
+      let server = await startLocalServer(env);
+      try {
+        await t.step("creates its embedded database readable by its owner only", async () => {
+          const found = await modes(dataDir);
+          assert.ok(found.size > 100, `PGlite wrote only ${found.size} paths`);
+          assert.equal(found.get(dataDir), 0o700);
+          assertPrivate(found);
+        });
+
+        await t.step(
+          "closes a connection whose request head stalls past LOCAL_HEADER_TIMEOUT_MS",
+          async () => {
+            const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.port });
+            await conn.write(new TextEncoder().encode("GET /api/secrets HTTP/1.1\r\nHost: 127."));
+            assert.equal(await readUntilClosed(conn), "");
+            // A whole request is answered as before.
+            const response = await fetch(`http://127.0.0.1:${server.port}/api/secrets`);
+            assert.equal(response.status, 200);
+            assert.deepEqual((await response.json()).secrets, []);
+          },
+        );
+      } finally {
+        await server.stop();
+      }
+
+      await t.step("narrows a data directory left readable, on its next start", async () => {
+        // As an older version left it: PGlite's 0666 files in directories anyone can enter.
+        for (const [path] of await modes(dataDir)) {
+          const isDir = (await Deno.lstat(path)).isDirectory;
+          await Deno.chmod(path, isDir ? 0o777 : 0o666);
+        }
+        server = await startLocalServer(env);
+        try {
+          const found = await modes(dataDir);
+          assert.equal(found.get(dataDir), 0o700);
+          assertPrivate(found);
+        } finally {
+          await server.stop();
+        }
+      });
+    } finally {
+      await Deno.remove(root, { recursive: true });
+    }
+  },
+});
