@@ -5,6 +5,7 @@
  * a connection the server should close but does not fails the test through a generous safety
  * wait instead.
  */
+import { FORWARDED_FOR } from "../functions/_shared/config.ts";
 import assert from "node:assert/strict";
 import { atEdge } from "../server/app.ts";
 import {
@@ -129,7 +130,7 @@ Deno.test("a body that trickles past the body deadline is answered 408 request_t
   try {
     await using server = serve(
       { headerTimeoutMs: 60_000, bodyTimeoutMs: 300 },
-      atEdge(app.app.handler),
+      atEdge(app.app.handler, app.config.clientIp),
     );
     const conn = await connect(server);
     await write(
@@ -214,7 +215,10 @@ Deno.test("the handler sees the client's own socket address, and x-forwarded-for
   // Through atEdge, as the local server mounts the app: the socket's address, not the header.
   await using edge = serve(
     {},
-    atEdge((request) => Promise.resolve(new Response(request.headers.get("x-forwarded-for")))),
+    atEdge(
+      (request) => Promise.resolve(new Response(request.headers.get("x-forwarded-for"))),
+      { header: FORWARDED_FOR, trustedHops: 1 },
+    ),
   );
   const viaIpv4 = await fetch(`http://127.0.0.1:${edge.addr.port}/`, {
     headers: { "x-forwarded-for": "203.0.113.9" },
@@ -226,7 +230,10 @@ Deno.test("the client's address survives the internal hop when it differs from t
   // Public side on IPv6 loopback, internal hop on 127.0.0.1: the handler must see ::1.
   const server = serveWithLimits(
     { hostname: "::1", port: 0 },
-    atEdge((request) => Promise.resolve(new Response(request.headers.get("x-forwarded-for")))),
+    atEdge(
+      (request) => Promise.resolve(new Response(request.headers.get("x-forwarded-for"))),
+      { header: FORWARDED_FOR, trustedHops: 1 },
+    ),
   );
   try {
     const response = await fetch(`http://[::1]:${server.addr.port}/`);
