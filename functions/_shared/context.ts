@@ -2,7 +2,12 @@
  * Everything a function needs, built once per process from configuration: handlers receive this
  * explicitly instead of reaching for globals, so tests build the same thing in-process.
  */
+import { createChainRpc } from "./chain-rpc.ts";
 import type { AppConfig } from "./config.ts";
+import {
+  type ContractSignatureVerifier,
+  createContractSignatureVerifier,
+} from "./contract-signatures.ts";
 import type { Database } from "./db.ts";
 import type { Logger } from "./log.ts";
 import { createSessionTokens, type SessionTokens } from "./session-tokens.ts";
@@ -21,10 +26,13 @@ export interface ServiceContext {
    * which a caller controls.
    */
   readonly signInOrigins: readonly string[];
+  /** Asks contract wallets (ERC-1271, ERC-6492) on their chains: CHAIN_RPC_URLS, or a test's. */
+  readonly chainVerifier: ContractSignatureVerifier;
 }
 
 export interface ContextOptions {
   readonly ownOrigins?: readonly string[];
+  readonly chainVerifier?: ContractSignatureVerifier;
 }
 
 export function createServiceContext(
@@ -42,5 +50,7 @@ export function createServiceContext(
     ? config.allowedOrigins
     : options.ownOrigins ?? [];
   const keyring = createKeyring(config.encryptionKeys);
-  return { config, db, log, sessions, keyring, signInOrigins };
+  const chainVerifier = options.chainVerifier ??
+    createContractSignatureVerifier(createChainRpc(config.chainRpcUrls, { log }));
+  return { config, db, log, sessions, keyring, signInOrigins, chainVerifier };
 }

@@ -4,7 +4,13 @@
  */
 import type { ServiceContext } from "../_shared/context.ts";
 import { ServiceError } from "../_shared/errors.ts";
-import { type Handler, MAX_BODY_BYTES, readBody, subpath } from "../_shared/http.ts";
+import {
+  type Handler,
+  MAX_BODY_BYTES,
+  MAX_PROOF_BODY_BYTES,
+  readBody,
+  subpath,
+} from "../_shared/http.ts";
 
 export const FUNCTION_NAME = "api";
 
@@ -51,7 +57,8 @@ export function createApiHandler(invoke: FunctionInvoker): Handler {
     const [functionName, functionPath] = target;
     // Case-insensitive: `new Request` below normalises "get" to GET, which must carry no body.
     const bodiless = ["GET", "HEAD"].includes(request.method.toUpperCase());
-    const body = bodiless ? null : await readBody(request, MAX_BODY_BYTES);
+    const limit = path === "/auth/wallet-proof" ? MAX_PROOF_BODY_BYTES : MAX_BODY_BYTES;
+    const body = bodiless ? null : await readBody(request, limit);
     const url = new URL(request.url);
     const forwarded = new Request(
       `http://functions.internal/functions/v1/${functionName}${functionPath}${url.search}`,
