@@ -783,7 +783,7 @@ const behaviours: Record<string, Behaviour> = {
     );
   },
 
-  async "the chains sign-in allows without an RPC are named at start"(app, w) {
+  "the chains sign-in allows without an RPC are named at start"(app, w) {
     const captured = capturingLogger();
     appWith(app, w.env, captured.log);
     const named = captured.lines.map((line) => JSON.parse(line))
@@ -792,6 +792,7 @@ const behaviours: Record<string, Behaviour> = {
     assert.equal(named[0].chain_ids, String(CHAIN_NO_RPC));
     assert.equal(named[0].rpc_chain_ids, `${CHAIN_A},${CHAIN_B}`);
     assert.ok(!captured.lines.join("\n").includes(LEAK_CANARY));
+    return Promise.resolve();
   },
 };
 
