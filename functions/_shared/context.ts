@@ -2,12 +2,8 @@
  * Everything a function needs, built once per process from configuration: handlers receive this
  * explicitly instead of reaching for globals, so tests build the same thing in-process.
  */
-import { createChainRpc } from "./chain-rpc.ts";
 import type { AppConfig } from "./config.ts";
-import {
-  type ContractSignatureVerifier,
-  createContractSignatureVerifier,
-} from "./contract-signatures.ts";
+import type { ContractSignatureVerifier } from "./contract-signature-verifier.ts";
 import type { Database } from "./db.ts";
 import type { Logger } from "./log.ts";
 import { createSessionTokens, type SessionTokens } from "./session-tokens.ts";
@@ -26,8 +22,11 @@ export interface ServiceContext {
    * which a caller controls.
    */
   readonly signInOrigins: readonly string[];
-  /** Asks contract wallets (ERC-1271, ERC-6492) on their chains: CHAIN_RPC_URLS, or a test's. */
-  readonly chainVerifier: ContractSignatureVerifier;
+  /**
+   * Asks contract wallets (ERC-1271, ERC-6492) on their chains. Absent: wallet-proof builds one
+   * from CHAIN_RPC_URLS (only there, so the other functions' bundles do not carry it).
+   */
+  readonly chainVerifier?: ContractSignatureVerifier;
 }
 
 export interface ContextOptions {
@@ -50,7 +49,13 @@ export function createServiceContext(
     ? config.allowedOrigins
     : options.ownOrigins ?? [];
   const keyring = createKeyring(config.encryptionKeys);
-  const chainVerifier = options.chainVerifier ??
-    createContractSignatureVerifier(createChainRpc(config.chainRpcUrls, { log }));
-  return { config, db, log, sessions, keyring, signInOrigins, chainVerifier };
+  return {
+    config,
+    db,
+    log,
+    sessions,
+    keyring,
+    signInOrigins,
+    ...(options.chainVerifier === undefined ? {} : { chainVerifier: options.chainVerifier }),
+  };
 }

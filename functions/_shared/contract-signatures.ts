@@ -12,6 +12,7 @@
  */
 import { concatBytes, hexToBytes } from "@noble/hashes/utils";
 import type { ChainRpc } from "./chain-rpc.ts";
+import type { ContractSignatureVerifier } from "./contract-signature-verifier.ts";
 import { ERC6492_VALIDATOR_INIT_CODE } from "./erc6492-validator.ts";
 
 /** `isValidSignature(bytes32,bytes)`'s selector, which is also its success value. */
@@ -19,23 +20,6 @@ export const ERC1271_MAGIC = hexToBytes("1626ba7e");
 export const ERC6492_SUFFIX = hexToBytes("6492".repeat(16));
 /** Multisig, passkey and ERC-6492 signatures run to kilobytes; more than this is refused unread. */
 export const MAX_CONTRACT_SIGNATURE_BYTES = 16 * 1024;
-
-export interface ContractSignatureCheck {
-  readonly chainId: number;
-  /** The wallet: the message's address. */
-  readonly address: string;
-  /** The EIP-191 hash of the exact message bytes. */
-  readonly hash: Uint8Array;
-  readonly signature: Uint8Array;
-  readonly signal: AbortSignal;
-}
-
-export interface ContractSignatureVerifier {
-  /** Chains with an RPC: the only ones contract wallets can sign in on. */
-  readonly chainIds: readonly number[];
-  /** True when the wallet accepts the signature; throws `chain_unavailable` when the chain cannot say. */
-  verify(check: ContractSignatureCheck): Promise<boolean>;
-}
 
 export function createContractSignatureVerifier(rpc: ChainRpc): ContractSignatureVerifier {
   return {

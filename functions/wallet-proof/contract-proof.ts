@@ -13,7 +13,11 @@
  */
 import { hexToBytes } from "@noble/hashes/utils";
 import type { ServiceContext } from "../_shared/context.ts";
-import { MAX_CONTRACT_SIGNATURE_BYTES } from "../_shared/contract-signatures.ts";
+import { createChainRpc } from "../_shared/chain-rpc.ts";
+import {
+  createContractSignatureVerifier,
+  MAX_CONTRACT_SIGNATURE_BYTES,
+} from "../_shared/contract-signatures.ts";
 import { ServiceError } from "../_shared/errors.ts";
 import { personalMessageHash } from "../_shared/eth.ts";
 import { clientIp, RATE_LIMIT_WINDOW_SECONDS, rateLimited } from "../_shared/rate-limit.ts";
@@ -29,7 +33,9 @@ export type ContractProofCheck = (
 ) => Promise<void>;
 
 export function createContractProofCheck(context: ServiceContext): ContractProofCheck {
-  const { config, db, log, chainVerifier } = context;
+  const { config, db, log } = context;
+  const chainVerifier = context.chainVerifier ??
+    createContractSignatureVerifier(createChainRpc(config.chainRpcUrls, { log }));
   const rpcChains = new Set(chainVerifier.chainIds);
   // Named once at start: the chains creators may sign in from where contract wallets cannot.
   const withoutRpc = config.allowedChainIds === null
