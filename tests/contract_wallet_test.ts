@@ -24,7 +24,9 @@ import {
   MAX_CONTRACT_SIGNATURE_BYTES,
 } from "../functions/_shared/contract-signatures.ts";
 import { ERC6492_VALIDATOR_INIT_CODE_HEX } from "../functions/_shared/erc6492-validator.ts";
-import type { LogFields, Logger } from "../functions/_shared/log.ts";
+import { createChainRpc } from "../functions/_shared/chain-rpc.ts";
+import { ServiceError } from "../functions/_shared/errors.ts";
+import { type LogFields, type Logger, silentLogger } from "../functions/_shared/log.ts";
 import { createLocalApp } from "../server/app.ts";
 import {
   bearer,
@@ -134,6 +136,40 @@ Deno.test("CHAIN_RPC_URLS is read as <chainId>=<url> pairs, and a bad entry is n
       error instanceof ConfigError &&
       error.problems.includes("CHAIN_RPC_URLS entry 1 (chain 1) must be an https URL"),
   );
+});
+
+Deno.test("a revert or running out of gas is the contract's no; any other node error is an outage", async () => {
+  const errors: [{ code: number; message: string }, "no" | "outage"][] = [
+    [{ code: 3, message: "execution reverted" }, "no"],
+    [{ code: -32000, message: "VM Exception while processing transaction: revert" }, "no"],
+    [{ code: -32000, message: "out of gas" }, "no"],
+    [{ code: -32005, message: "daily request limit exceeded" }, "outage"],
+    [{ code: -32603, message: "internal error" }, "outage"],
+  ];
+  for (const [error, expected] of errors) {
+    const fakeFetch = async (_url: string | URL | Request, init?: RequestInit) => {
+      const { id, method } = JSON.parse(String(init?.body));
+      const body = method === "eth_chainId" ? { result: "0x1" } : { error };
+      return await Promise.resolve(Response.json({ jsonrpc: "2.0", id, ...body }));
+    };
+    const rpc = createChainRpc(new Map([[1, "https://rpc.example/secret"]]), {
+      log: silentLogger,
+      fetch: fakeFetch as typeof fetch,
+    });
+    const call = rpc.call(
+      1,
+      { to: `0x${"11".repeat(20)}`, data: new Uint8Array(4) },
+      new AbortController().signal,
+    );
+    if (expected === "no") {
+      assert.deepEqual(await call, { reverted: true }, error.message);
+    } else {
+      await assert.rejects(
+        call,
+        (e) => e instanceof ServiceError && e.code === "chain_unavailable",
+      );
+    }
+  }
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -15,6 +15,10 @@ import type { Logger } from "./log.ts";
 export const CHAIN_RETRY_AFTER_SECONDS = 5;
 // eth_call answers for a signature check are a few words; a larger one is not worth reading.
 const MAX_ANSWER_BYTES = 256 * 1024;
+// Gas for one check: a passkey (P-256 in Solidity) or a large multisig plus an ERC-6492 deployment
+// fit in a few million. The cap keeps a crafted signature from costing the RPC (and the account
+// paying for it) a whole block's worth of computation per call.
+const CALL_GAS_LIMIT = 10_000_000;
 
 /** What an eth_call answered: the return data, or that the call reverted. */
 export type CallOutcome =
@@ -148,13 +152,15 @@ export function createChainRpc(
           {
             ...(call.to === undefined ? {} : { to: call.to }),
             data: `0x${bytesToHex(call.data)}`,
+            gas: `0x${CALL_GAS_LIMIT.toString(16)}`,
           },
           "latest",
         ], signal);
         if ("error" in answer) {
-          // A revert is the contract's answer (geth and most nodes: code 3 "execution reverted";
-          // others say so in the message); any other error is the node's, not the contract's.
-          if (answer.error.code === 3 || /revert/i.test(answer.error.message)) {
+          // A revert, or running out of the gas the call was given, is the contract's answer
+          // (geth and most nodes: code 3 "execution reverted"; others say so in the message);
+          // any other error is the node's, not the contract's.
+          if (answer.error.code === 3 || /revert|out of gas/i.test(answer.error.message)) {
             return { reverted: true };
           }
           throw new RpcFailure("rpc_error", answer.error.code);
