@@ -7,6 +7,7 @@ import { ServiceError } from "../functions/_shared/errors.ts";
 import {
   CORS_ALLOWED_HEADERS,
   MAX_BODY_BYTES,
+  MAX_PROOF_BODY_BYTES,
   readJson,
   router,
   serve,
@@ -67,13 +68,19 @@ describeWithDatabase("the shared HTTP layer", {
     );
   },
 
-  async "a body over 16 KiB is a 413, whether declared or streamed"(app) {
-    const big = JSON.stringify({ message: "x".repeat(MAX_BODY_BYTES), signature: "0x" });
+  async "a body over 16 KiB (a wallet proof: 48 KiB) is a 413, whether declared or streamed"(app) {
     await expectError(
-      await app.fetch("/api/auth/wallet-proof", jsonPost(big)),
+      await app.fetch(
+        "/api/auth/nonce",
+        jsonPost(JSON.stringify({ x: "x".repeat(MAX_BODY_BYTES) })),
+      ),
       413,
       "payload_too_large",
     );
+    const big = JSON.stringify({ message: "x".repeat(MAX_PROOF_BODY_BYTES), signature: "0x" });
+    for (const path of ["/api/auth/wallet-proof", "/functions/v1/wallet-proof"]) {
+      await expectError(await app.fetch(path, jsonPost(big)), 413, "payload_too_large");
+    }
     let pulled = 0;
     const endless = new ReadableStream<Uint8Array>({
       pull(controller) {

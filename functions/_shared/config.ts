@@ -54,8 +54,18 @@ export interface AppConfig {
     readonly revealsPerMinute: number;
     /** Reveals per server reveal token, every creator together. */
     readonly revealsPerTokenPerMinute: number;
+    /** Contract-wallet checks (RPC calls) per client IP, and per address, per minute. */
+    readonly rpcPerIpPerMinute: number;
+    readonly rpcPerAddressPerMinute: number;
   };
   readonly clientIp: ClientIpSource;
+  /**
+   * CHAIN_RPC_URLS: the JSON-RPC endpoint per chain id that contract-wallet signatures (ERC-1271,
+   * ERC-6492) are checked on. A URL may carry an API key: it is never logged or answered.
+   */
+  readonly chainRpcUrls: ReadonlyMap<number, string>;
+  /** The deadline for one contract-wallet check, every RPC call in it included. */
+  readonly chainRpcTimeoutMs: number;
   readonly supabase: {
     readonly url: string | null;
     readonly anonKey: string | null;
@@ -160,6 +170,10 @@ const envSchema = z.object({
     blankToUndefined,
     z.coerce.number().int().min(1).max(10).optional(),
   ),
+  RATE_LIMIT_RPC_PER_MINUTE: positiveInt(10, 1_000_000),
+  RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE: positiveInt(10, 1_000_000),
+  CHAIN_RPC_URLS: optionalString,
+  CHAIN_RPC_TIMEOUT_MS: positiveInt(3000, 60_000),
   SUPABASE_URL: optionalString,
   SUPABASE_ANON_KEY: optionalString,
   SUPABASE_SERVICE_ROLE_KEY: optionalString,
@@ -203,6 +217,7 @@ export function parseConfig(env: Env, defaults: ConfigDefaults = LOCAL_SERVER_DE
     // A single-address header has no hops to count; a count here means a misread setup.
     problems.push("CLIENT_IP_TRUSTED_HOPS applies only to CLIENT_IP_HEADER=x-forwarded-for");
   }
+  const chainRpcUrls = parseChainRpcUrls(vars.CHAIN_RPC_URLS, production, problems);
   const supabaseUrl = vars.SUPABASE_URL === undefined
     ? null
     : parseOrigin(vars.SUPABASE_URL, "SUPABASE_URL", problems);
@@ -259,8 +274,12 @@ export function parseConfig(env: Env, defaults: ConfigDefaults = LOCAL_SERVER_DE
       vaultWritesPerMinute: vars.RATE_LIMIT_VAULT_WRITES_PER_MINUTE,
       revealsPerMinute: vars.RATE_LIMIT_REVEALS_PER_MINUTE,
       revealsPerTokenPerMinute: vars.RATE_LIMIT_REVEALS_PER_TOKEN_PER_MINUTE,
+      rpcPerIpPerMinute: vars.RATE_LIMIT_RPC_PER_MINUTE,
+      rpcPerAddressPerMinute: vars.RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE,
     },
     clientIp: { header: vars.CLIENT_IP_HEADER, trustedHops: vars.CLIENT_IP_TRUSTED_HOPS ?? 1 },
+    chainRpcUrls,
+    chainRpcTimeoutMs: vars.CHAIN_RPC_TIMEOUT_MS,
     supabase: {
       url: supabaseUrl,
       anonKey: vars.SUPABASE_ANON_KEY ?? null,
@@ -446,4 +465,46 @@ function parseChainIds(list: string | undefined, problems: string[]): number[] |
     return null;
   }
   return ids;
+}
+
+/**
+ * `CHAIN_RPC_URLS=1=https://…,8453=https://…`: a comma starts a new entry only before `<digits>=`,
+ * so a comma inside a URL stays in it. Problems name the entry, never the URL (it may hold a key).
+ * Production wants https: an RPC answer decides whether a contract wallet's signature is valid.
+ */
+function parseChainRpcUrls(
+  list: string | undefined,
+  production: boolean,
+  problems: string[],
+): Map<number, string> {
+  const urls = new Map<number, string>();
+  if (list === undefined) return urls;
+  for (const [index, entry] of list.split(/,\s*(?=\d+\s*=)/).entries()) {
+    const label = `CHAIN_RPC_URLS entry ${index + 1}`;
+    const match = /^\s*(\d{1,16})\s*=\s*(\S+)\s*$/.exec(entry);
+    const chainId = match === null ? NaN : Number(match[1]);
+    if (match === null || !Number.isSafeInteger(chainId) || chainId < 1) {
+      problems.push(`${label} must be <chainId>=<http(s) URL>`);
+      continue;
+    }
+    let url: URL | null = null;
+    try {
+      url = new URL(match[2]);
+    } catch {
+      // reported below
+    }
+    const schemes = production ? ["https:"] : ["https:", "http:"];
+    if (url === null || !schemes.includes(url.protocol)) {
+      problems.push(
+        `${label} (chain ${chainId}) must be an ${production ? "https" : "http(s)"} URL`,
+      );
+      continue;
+    }
+    if (urls.has(chainId)) {
+      problems.push(`${label} repeats chain ${chainId}`);
+      continue;
+    }
+    urls.set(chainId, url.href);
+  }
+  return urls;
 }

@@ -3,6 +3,7 @@
  * explicitly instead of reaching for globals, so tests build the same thing in-process.
  */
 import type { AppConfig } from "./config.ts";
+import type { ContractSignatureVerifier } from "./contract-signature-verifier.ts";
 import type { Database } from "./db.ts";
 import type { Logger } from "./log.ts";
 import { createSessionTokens, type SessionTokens } from "./session-tokens.ts";
@@ -21,10 +22,16 @@ export interface ServiceContext {
    * which a caller controls.
    */
   readonly signInOrigins: readonly string[];
+  /**
+   * Asks contract wallets (ERC-1271, ERC-6492) on their chains. Absent: wallet-proof builds one
+   * from CHAIN_RPC_URLS (only there, so the other functions' bundles do not carry it).
+   */
+  readonly chainVerifier?: ContractSignatureVerifier;
 }
 
 export interface ContextOptions {
   readonly ownOrigins?: readonly string[];
+  readonly chainVerifier?: ContractSignatureVerifier;
 }
 
 export function createServiceContext(
@@ -42,5 +49,13 @@ export function createServiceContext(
     ? config.allowedOrigins
     : options.ownOrigins ?? [];
   const keyring = createKeyring(config.encryptionKeys);
-  return { config, db, log, sessions, keyring, signInOrigins };
+  return {
+    config,
+    db,
+    log,
+    sessions,
+    keyring,
+    signInOrigins,
+    ...(options.chainVerifier === undefined ? {} : { chainVerifier: options.chainVerifier }),
+  };
 }

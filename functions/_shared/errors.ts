@@ -27,6 +27,7 @@ export const ERROR_STATUS = {
   nonce_unknown: 401,
   nonce_expired: 401,
   nonce_used: 401,
+  nonce_mismatch: 401,
   invalid_refresh_token: 401,
   refresh_token_reused: 401,
   // Sessions
@@ -46,6 +47,7 @@ export const ERROR_STATUS = {
   not_configured: 500,
   upstream_unavailable: 502,
   database_unavailable: 503,
+  chain_unavailable: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -8,6 +8,8 @@ import type { Logger } from "./log.ts";
 export type Handler = (request: Request) => Promise<Response>;
 
 export const MAX_BODY_BYTES = 16 * 1024;
+/** The wallet proof's body: a contract wallet's signature alone may be 16 KB (32 KB of hex). */
+export const MAX_PROOF_BODY_BYTES = 48 * 1024;
 
 const JSON_HEADERS = {
   "content-type": "application/json; charset=utf-8",

@@ -5,7 +5,13 @@
  */
 import type { ServiceContext } from "../_shared/context.ts";
 import { ServiceError } from "../_shared/errors.ts";
-import { type Handler, MAX_BODY_BYTES, readBody, subpath } from "../_shared/http.ts";
+import {
+  type Handler,
+  MAX_BODY_BYTES,
+  MAX_PROOF_BODY_BYTES,
+  readBody,
+  subpath,
+} from "../_shared/http.ts";
 import { createUserSecretsHandler } from "../user-secrets/handler.ts";
 import { createWalletProofHandler } from "../wallet-proof/handler.ts";
 
@@ -34,7 +40,8 @@ export function createApiHandler(functions: FunctionHandlers): Handler {
     if (handler === undefined) throw new ServiceError("not_found", "No such route.");
     // Case-insensitive: `new Request` below normalises "get" to GET, which must carry no body.
     const bodiless = ["GET", "HEAD"].includes(request.method.toUpperCase());
-    const body = bodiless ? null : await readBody(request, MAX_BODY_BYTES);
+    const limit = path === "/auth/wallet-proof" ? MAX_PROOF_BODY_BYTES : MAX_BODY_BYTES;
+    const body = bodiless ? null : await readBody(request, limit);
     // Every header is kept as the edge delivered it: this is a call within one process, not a
     // hop, so nothing a client names in `Connection` can strip a header the service set (such as
     // x-forwarded-for). Only the framing headers go, since the body is handed over whole.

@@ -5,9 +5,17 @@
 import { setImmediate } from "node:timers";
 import { z } from "zod";
 import type { ServiceContext } from "../_shared/context.ts";
+import { MAX_CONTRACT_SIGNATURE_BYTES } from "../_shared/contract-signatures.ts";
 import { checksumAddress } from "../_shared/eth.ts";
 import { ServiceError } from "../_shared/errors.ts";
-import { type Handler, json, readJson, router, sessionBearer } from "../_shared/http.ts";
+import {
+  type Handler,
+  json,
+  MAX_PROOF_BODY_BYTES,
+  readJson,
+  router,
+  sessionBearer,
+} from "../_shared/http.ts";
 import {
   clientIp,
   enforceRateLimit,
@@ -25,6 +33,7 @@ import {
   toStatement,
   verifySignature,
 } from "../_shared/siwe.ts";
+import { createContractProofCheck, nonceRefusal } from "./contract-proof.ts";
 
 export const FUNCTION_NAME = "wallet-proof";
 
@@ -35,7 +44,7 @@ type SignInResult =
   | { outcome: "signed_in"; session_id: string; user_id: string; retry_after: null }
   | { outcome: "rate_limited"; session_id: null; user_id: null; retry_after: number }
   | {
-    outcome: "nonce_unknown" | "nonce_used" | "nonce_expired";
+    outcome: "nonce_unknown" | "nonce_used" | "nonce_expired" | "nonce_mismatch";
     session_id: null;
     user_id: null;
     retry_after: null;
@@ -48,7 +57,8 @@ const nonceRequest = z.strictObject({
 });
 const proofRequest = z.strictObject({
   message: z.string().min(1).max(MAX_MESSAGE_LENGTH),
-  signature: z.string().max(200),
+  // 65 bytes from a key; contract wallets' signatures (multisig, passkey, ERC-6492) run longer.
+  signature: z.string().max(2 + 2 * MAX_CONTRACT_SIGNATURE_BYTES),
 });
 const refreshRequest = z.strictObject({ refresh_token: z.string().min(1).max(200) });
 /** "local" (the default): this session; "global": every session of the creator. */
@@ -71,6 +81,7 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
     `Sign in to ${config.projectName}. This signature proves you own this wallet; ` +
       "it authorizes no transaction and costs no gas.",
   );
+  const checkContractProof = createContractProofCheck(context);
 
   function requireOrigins(): readonly string[] {
     if (signInOrigins.length === 0) {
@@ -98,10 +109,11 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
     const requestOrigin = request.headers.get("origin");
     const origin = origins.find((o) => o === requestOrigin) ?? origins[0];
     const nonce = generateNonce();
+    // Bound to the address and chain asked for: only a proof for them can spend it.
     const [row] = await db.query<{ issued_at: Date; expires_at: Date }>(
-      `insert into public.auth_nonces (nonce, expires_at)
-         values ($1, now() + make_interval(secs => $2)) returning issued_at, expires_at`,
-      [nonce, config.nonceTtlSeconds],
+      `insert into public.auth_nonces (nonce, expires_at, address, chain_id)
+         values ($1, now() + make_interval(secs => $2), $3, $4) returning issued_at, expires_at`,
+      [nonce, config.nonceTtlSeconds, body.address?.toLowerCase() ?? null, body.chainId ?? null],
     );
     if (Math.random() < 0.01) {
       await db.query("delete from public.auth_nonces where expires_at < now() - interval '1 day'");
@@ -132,7 +144,7 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
 
   async function exchangeProof(request: Request): Promise<Response> {
     const origins = requireOrigins();
-    const body = parseBody(proofRequest, await readJson(request));
+    const body = parseBody(proofRequest, await readJson(request, MAX_PROOF_BODY_BYTES));
     // The client's attempt is counted while the message and signature are checked (CPU work),
     // not before it; a 429 still wins over whatever the checks find.
     const ipLimit = enforceRateLimit(db, {
@@ -144,6 +156,7 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
     // postgres.js queues its write in a setImmediate one microtask after the query is made.
     for (let turn = 0; turn < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
     let fields: SiweFields;
+    let byKey = true;
     try {
       fields = checkSiweMessage(body.message, {
         origins,
@@ -151,10 +164,16 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
         now: new Date(),
         clockSkewMs: CLOCK_SKEW_MS,
       });
-      verifySignature(body.message, body.signature, fields.address);
+      try {
+        verifySignature(body.message, body.signature, fields.address);
+      } catch (error) {
+        if (!(error instanceof ServiceError)) throw error;
+        byKey = false; // not the address's key: perhaps its contract wallet (ERC-1271/6492)
+      }
     } finally {
       await ipLimit;
     }
+    if (!byKey) await checkContractProof(request, fields, body.message, body.signature);
 
     // The rest is one database call (public.sign_in_with_nonce): the wallet's own rate limit,
     // counted only now that the signature is the wallet's (counted before, anyone could spend its
@@ -164,7 +183,7 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
     const walletAddress = fields.address.toLowerCase();
     const refreshToken = newRefreshToken();
     const [result] = await db.query<SignInResult>(
-      "select outcome, session_id, user_id, retry_after from public.sign_in_with_nonce($1, $2, $3, $4, $5, $6)",
+      "select outcome, session_id, user_id, retry_after from public.sign_in_with_nonce($1, $2, $3, $4, $5, $6, $7, $8)",
       [
         fields.nonce,
         walletAddress,
@@ -172,6 +191,9 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
         config.refreshTokenTtlSeconds,
         config.rateLimits.proofPerAddressPerMinute,
         RATE_LIMIT_WINDOW_SECONDS,
+        fields.chainId,
+        // A key is the same creator on every chain; a contract wallet is one per chain.
+        byKey ? null : fields.chainId,
       ],
     );
     switch (result.outcome) {
@@ -185,6 +207,8 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
         throw new ServiceError("nonce_used", "This nonce has already been used.");
       case "nonce_expired":
         throw new ServiceError("nonce_expired", "This nonce has expired; request a new one.");
+      case "nonce_mismatch":
+        throw nonceRefusal(result.outcome);
     }
   }
 

@@ -1,0 +1,116 @@
+/**
+ * The contract-wallet leg of a sign-in: taken only when the signature is not the message
+ * address's own key (EOA sign-in never comes here, so its cost is what it was). In order:
+ *
+ * 1. the signature's form (hex, 1 byte to 16 KB);
+ * 2. an RPC for the message's chain (none: contract wallets cannot sign in there, 401);
+ * 3. one database call: the nonce checked but not spent, and the RPC call counted against the
+ *    client IP's and the address's budgets, so neither a spent nonce nor a flood of bad proofs
+ *    ever reaches the chain;
+ * 4. the wallet asked on the chain the message names (ERC-1271, or ERC-6492 for a wrapped
+ *    signature), under one deadline. The chain unreachable: 503 with Retry-After, the nonce still
+ *    unspent. The wallet saying no, or reverting: 401.
+ */
+import { hexToBytes } from "@noble/hashes/utils";
+import type { ServiceContext } from "../_shared/context.ts";
+import { createChainRpc } from "../_shared/chain-rpc.ts";
+import {
+  createContractSignatureVerifier,
+  MAX_CONTRACT_SIGNATURE_BYTES,
+} from "../_shared/contract-signatures.ts";
+import { ServiceError } from "../_shared/errors.ts";
+import { personalMessageHash } from "../_shared/eth.ts";
+import { clientIp, RATE_LIMIT_WINDOW_SECONDS, rateLimited } from "../_shared/rate-limit.ts";
+import type { SiweFields } from "../_shared/siwe.ts";
+
+const SIGNATURE = new RegExp(`^0x(?:[0-9a-fA-F]{2}){1,${MAX_CONTRACT_SIGNATURE_BYTES}}$`);
+
+export type ContractProofCheck = (
+  request: Request,
+  fields: SiweFields,
+  message: string,
+  signature: string,
+) => Promise<void>;
+
+export function createContractProofCheck(context: ServiceContext): ContractProofCheck {
+  const { config, db, log } = context;
+  const chainVerifier = context.chainVerifier ??
+    createContractSignatureVerifier(createChainRpc(config.chainRpcUrls, { log }));
+  const rpcChains = new Set(chainVerifier.chainIds);
+  // Named once at start: the chains creators may sign in from where contract wallets cannot.
+  const withoutRpc = config.allowedChainIds === null
+    ? null
+    : config.allowedChainIds.filter((id) => !rpcChains.has(id));
+  if (withoutRpc === null || withoutRpc.length > 0) {
+    log.info("contract_wallets_unavailable", {
+      chain_ids: withoutRpc === null ? "all but the rpc chains" : withoutRpc.join(","),
+      rpc_chain_ids: chainVerifier.chainIds.join(","),
+    });
+  }
+
+  return async (request, fields, message, signature) => {
+    if (!SIGNATURE.test(signature)) {
+      throw new ServiceError(
+        "invalid_signature",
+        "The signature must be 0x-prefixed hex: 65 bytes from a wallet's key, " +
+          `or up to ${MAX_CONTRACT_SIGNATURE_BYTES} bytes from a contract wallet.`,
+      );
+    }
+    if (!rpcChains.has(fields.chainId)) {
+      throw new ServiceError(
+        "signature_mismatch",
+        "The signature was not made by the message's address. If that address is a contract " +
+          `wallet: contract wallets need an RPC for chain ${fields.chainId}, and this service ` +
+          "has none.",
+      );
+    }
+    const walletAddress = fields.address.toLowerCase();
+    const [admitted] = await db.query<{ outcome: string; retry_after: number | null }>(
+      "select outcome, retry_after from public.admit_contract_check($1, $2, $3, $4, $5, $6, $7)",
+      [
+        fields.nonce,
+        walletAddress,
+        fields.chainId,
+        clientIp(request, config.clientIp),
+        config.rateLimits.rpcPerIpPerMinute,
+        config.rateLimits.rpcPerAddressPerMinute,
+        RATE_LIMIT_WINDOW_SECONDS,
+      ],
+    );
+    if (admitted.outcome === "rate_limited") throw rateLimited(admitted.retry_after ?? 1);
+    if (admitted.outcome !== "ok") throw nonceRefusal(admitted.outcome);
+    const valid = await chainVerifier.verify({
+      chainId: fields.chainId,
+      address: walletAddress,
+      hash: personalMessageHash(message),
+      signature: hexToBytes(signature.slice(2)),
+      signal: AbortSignal.timeout(config.chainRpcTimeoutMs),
+    });
+    if (!valid) {
+      throw new ServiceError(
+        "signature_mismatch",
+        "The signature was not made by the message's address, and the contract wallet at that " +
+          `address on chain ${fields.chainId} does not accept it.`,
+      );
+    }
+  };
+}
+
+/** The error for a nonce `public.nonce_refusal` refused. */
+export function nonceRefusal(outcome: string): ServiceError {
+  switch (outcome) {
+    case "nonce_unknown":
+      return new ServiceError("nonce_unknown", "This nonce was not issued here.");
+    case "nonce_used":
+      return new ServiceError("nonce_used", "This nonce has already been used.");
+    case "nonce_expired":
+      return new ServiceError("nonce_expired", "This nonce has expired; request a new one.");
+    case "nonce_mismatch":
+      return new ServiceError(
+        "nonce_mismatch",
+        "This nonce was issued for another address or chain; request one for this wallet.",
+      );
+    default:
+      throw new Error(`unexpected sign-in outcome ${outcome}`);
+  }
+}
