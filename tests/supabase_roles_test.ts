@@ -174,8 +174,8 @@ Deno.test({
         async () => {
           const [grants] = await db.query<Record<string, boolean>>(
             `select
-             has_function_privilege('anon', 'public.sign_in_with_nonce(text, text, bytea, integer, integer, integer)', 'execute') as anon_sign_in,
-             has_function_privilege('authenticated', 'public.sign_in_with_nonce(text, text, bytea, integer, integer, integer)', 'execute') as authenticated_sign_in,
+             has_function_privilege('anon', 'public.sign_in_with_nonce(text, text, bytea, integer, integer, integer, bigint, bigint)', 'execute') as anon_sign_in,
+             has_function_privilege('authenticated', 'public.sign_in_with_nonce(text, text, bytea, integer, integer, integer, bigint, bigint)', 'execute') as authenticated_sign_in,
              has_function_privilege('authenticated', 'public.hit_rate_limit(text, integer)', 'execute') as authenticated_rate_limit,
              has_function_privilege('authenticated', 'public.put_user_secret(uuid, uuid, text, bytea, bytea, text, text, integer, integer)', 'execute') as authenticated_put,
              has_function_privilege('authenticated', 'public.reveal_user_secrets(uuid, uuid, text[], text, integer, integer, integer)', 'execute') as authenticated_reveal,
@@ -186,6 +186,7 @@ Deno.test({
              has_table_privilege('authenticated', 'public.auth_sessions', 'select') as authenticated_sessions,
              has_sequence_privilege('authenticated', pg_get_serial_sequence('public.secret_events', 'id'), 'usage') as authenticated_sequence,
              has_table_privilege('authenticated', 'public.user_secrets', 'select') as authenticated_select,
+             has_function_privilege('authenticated', 'public.admit_contract_check(text, text, bigint, text, integer, integer, integer)', 'execute') as authenticated_contract_check,
              has_function_privilege('service_role', 'public.put_user_secret(uuid, uuid, text, bytea, bytea, text, text, integer, integer)', 'execute') as service_put`,
           );
           assert.deepEqual(grants, {
@@ -201,6 +202,7 @@ Deno.test({
             authenticated_sessions: false,
             authenticated_sequence: false,
             authenticated_select: true,
+            authenticated_contract_check: false,
             service_put: true,
           });
         },
