@@ -17,8 +17,7 @@ import { openDatabase } from "../server/database.ts";
 import { importKeyring } from "../functions/_shared/vault-crypto.ts";
 import { rotateKeys } from "../scripts/lib/key-rotation.ts";
 import { migrate, readMigrations } from "../scripts/lib/migrations.ts";
-import { bearer, signIn, type TestApp } from "./support/app.ts";
-import { appOn } from "./support/service.ts";
+import { appOn, bearer, signIn, type TestApp } from "./support/app.ts";
 
 const adminUrl = Deno.env.get("DATABASE_URL");
 if (!adminUrl) {
