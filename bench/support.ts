@@ -8,7 +8,7 @@ import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { generatePrivateKey } from "viem/accounts";
 import { openDatabase } from "../server/database.ts";
 import { generateDevKeys } from "../server/dev-keys.ts";
-import { migrate } from "../server/migrations.ts";
+import { migrate } from "../scripts/lib/migrations.ts";
 
 export type Engine = "postgres" | "pglite";
 

@@ -12,29 +12,18 @@ import {
   createVaultClient,
   type DiscoveredWallet,
   discoverWallets,
-  type MaskedSecret,
-  type ProviderId,
-  type ProviderReadiness,
   type SecretsStatus,
   type SecretType,
   SignatureRejectedError,
-  type StepKind,
   VaultError,
   type VaultSession,
-} from "./vault-client.ts";
-
-interface Registry {
-  readonly secretTypes: ReadonlyArray<
-    { readonly secretType: SecretType; readonly provider: string; readonly purpose: string }
-  >;
-  readonly providers: ReadonlyArray<{
-    readonly id: ProviderId;
-    readonly label: string;
-    readonly requires: readonly SecretType[];
-    readonly stepKinds: readonly StepKind[];
-  }>;
-  readonly stepKinds: readonly StepKind[];
-}
+} from "../sdk/browser.ts";
+import {
+  type Registry,
+  renderReadiness,
+  renderSecretItems,
+  secretItem,
+} from "./settings-render.ts";
 
 const apiBase = new URL(
   document.querySelector<HTMLMetaElement>('meta[name="vault-api"]')?.content ?? "/api",
@@ -188,107 +177,9 @@ async function signOutEverywhere(): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Keys
 
-function secretItem(secretType: SecretType, purpose: string): HTMLLIElement {
-  const item = document.createElement("li");
-  item.className = "secret";
-  item.dataset.secretType = secretType;
-
-  const head = document.createElement("div");
-  head.className = "secret-head";
-  const title = document.createElement("h3");
-  title.id = `title-${secretType}`;
-  const code = document.createElement("code");
-  code.textContent = secretType;
-  title.append(code);
-  const badge = document.createElement("span");
-  badge.className = "badge";
-  head.append(title, badge);
-
-  const purposeText = document.createElement("p");
-  purposeText.className = "purpose";
-  purposeText.id = `purpose-${secretType}`;
-  purposeText.textContent = purpose;
-
-  const meta = document.createElement("p");
-  meta.className = "meta";
-  meta.id = `meta-${secretType}`;
-
-  const form = document.createElement("form");
-  form.className = "secret-form";
-  form.noValidate = true;
-  const label = document.createElement("label");
-  label.htmlFor = `value-${secretType}`;
-  label.textContent = `New value for ${secretType}`;
-  const row = document.createElement("div");
-  row.className = "row";
-  const input = document.createElement("input");
-  input.type = "password";
-  input.id = `value-${secretType}`;
-  input.name = "value";
-  input.autocomplete = "off";
-  input.spellcheck = false;
-  input.setAttribute("autocapitalize", "off");
-  input.setAttribute("aria-describedby", `purpose-${secretType} meta-${secretType}`);
-  const save = document.createElement("button");
-  save.type = "submit";
-  save.className = "primary";
-  save.setAttribute("aria-describedby", `title-${secretType}`);
-  const remove = document.createElement("button");
-  remove.type = "button";
-  remove.className = "danger";
-  remove.textContent = "Delete";
-  remove.setAttribute("aria-label", `Delete ${secretType}`);
-  row.append(input, save, remove);
-  form.append(label, row);
-
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    void saveSecret(secretType, input, save);
-  });
-  remove.addEventListener("click", () => void deleteSecret(secretType, remove));
-
-  item.append(head, purposeText, meta, form);
-  return item;
-}
-
 function renderSecrets(status: SecretsStatus | null): void {
-  const saved = new Map<SecretType, MaskedSecret>(
-    (status?.secrets ?? []).map((secret) => [secret.secretType, secret]),
-  );
-  const signedIn = status !== null;
-  for (const item of ui.secretList.querySelectorAll<HTMLLIElement>("li.secret")) {
-    const secretType = item.dataset.secretType as SecretType;
-    const secret = saved.get(secretType);
-    const badge = item.querySelector<HTMLElement>(".badge")!;
-    const meta = item.querySelector<HTMLElement>(".meta")!;
-    const form = item.querySelector<HTMLFormElement>("form")!;
-    const save = form.querySelector<HTMLButtonElement>('button[type="submit"]')!;
-    const remove = form.querySelector<HTMLButtonElement>("button.danger")!;
-
-    item.dataset.saved = String(secret !== undefined);
-    badge.hidden = !signedIn;
-    badge.textContent = secret ? "Saved" : "Not saved";
-    form.hidden = !signedIn;
-    save.textContent = secret ? "Replace" : "Save";
-    save.setAttribute("aria-label", `${secret ? "Replace" : "Save"} ${secretType}`);
-    remove.hidden = secret === undefined;
-
-    meta.replaceChildren();
-    meta.hidden = secret === undefined;
-    if (secret) {
-      const time = document.createElement("time");
-      time.dateTime = secret.updatedAt;
-      time.textContent = new Date(secret.updatedAt).toLocaleString();
-      meta.append("Last updated ", time);
-      if (secret.hint) {
-        const hint = document.createElement("span");
-        hint.className = "key-hint";
-        hint.textContent = secret.hint;
-        meta.append(" · hint ", hint);
-      }
-    }
-  }
-  renderReadiness(status);
+  renderSecretItems(ui.secretList, status);
+  renderReadiness(ui, registry, status);
 }
 
 function clearValueFields(): void {
@@ -352,71 +243,6 @@ async function afterFailure(error: unknown): Promise<void> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Provider readiness
-
-/**
- * The service's own readiness (providerReadiness in functions/_shared/provider-routing.ts) when
- * GET /secrets reports it, else the same rule applied to the registry: a provider is ready when
- * every type it requires is saved.
- */
-function providerStates(status: SecretsStatus): readonly ProviderReadiness[] {
-  if (Array.isArray(status.providers)) return status.providers;
-  const saved = new Set(status.secrets.map((secret) => secret.secretType));
-  return registry.providers.map((provider) => {
-    const missing = provider.requires.filter((type) => !saved.has(type));
-    return { ...provider, ready: missing.length === 0, missing };
-  });
-}
-
-function renderReadiness(status: SecretsStatus | null): void {
-  ui.readiness.hidden = status === null;
-  if (status === null) return;
-  const providers = providerStates(status);
-
-  ui.stepList.replaceChildren(...registry.stepKinds.map((kind) => {
-    const ready = providers.filter((p) => p.ready && p.stepKinds.includes(kind));
-    const item = document.createElement("li");
-    item.dataset.step = kind;
-    item.dataset.enabled = String(ready.length > 0);
-    const name = document.createElement("strong");
-    name.textContent = kind;
-    item.append(
-      name,
-      ready.length > 0
-        ? ` enabled via ${ready.map((p) => p.label).join(", ")}`
-        : " not enabled: no provider for it is ready",
-    );
-    return item;
-  }));
-
-  ui.providerRows.replaceChildren(...providers.map((provider) => {
-    const row = document.createElement("tr");
-    row.dataset.provider = provider.id;
-    row.dataset.ready = String(provider.ready);
-    const name = document.createElement("th");
-    name.scope = "row";
-    name.textContent = provider.label;
-    const steps = document.createElement("td");
-    steps.textContent = provider.stepKinds.join(", ");
-    const state = document.createElement("td");
-    if (provider.ready) {
-      state.textContent = "Ready";
-      state.className = "ready";
-    } else {
-      state.className = "missing";
-      state.append("Missing ");
-      provider.missing.forEach((type, index) => {
-        const code = document.createElement("code");
-        code.textContent = type;
-        state.append(...(index > 0 ? [", ", code] : [code]));
-      });
-    }
-    row.append(name, steps, state);
-    return row;
-  }));
-}
-
-// ---------------------------------------------------------------------------------------------
 
 async function busy(button: HTMLButtonElement, work: () => Promise<void>): Promise<void> {
   button.disabled = true;
@@ -440,7 +266,9 @@ async function start(): Promise<void> {
     ui.notConfigured.hidden = anonymous.configured;
   }
   ui.secretList.replaceChildren(
-    ...registry.secretTypes.map((t) => secretItem(t.secretType, t.purpose)),
+    ...registry.secretTypes.map((t) =>
+      secretItem(t.secretType, t.purpose, { save: saveSecret, remove: deleteSecret })
+    ),
   );
   ui.connect.addEventListener("click", () => void connect());
   ui.signOut.addEventListener("click", () => void signOut());

@@ -3,7 +3,7 @@
  * Safe to run again: applied versions are recorded and skipped.
  */
 import { openDatabase } from "../server/database.ts";
-import { migrate } from "../server/migrations.ts";
+import { migrate } from "./lib/migrations.ts";
 
 const url = Deno.env.get("DATABASE_URL") || Deno.env.get("SUPABASE_DB_URL");
 if (!url) {

@@ -10,17 +10,12 @@
  * 2 when interrupted.
  */
 import { parseArgs } from "node:util";
-import { ConfigError, parseConfig } from "../functions/_shared/config.ts";
+import { parseConfig } from "../functions/_shared/config.ts";
 import { openDatabase } from "../server/database.ts";
 import { importKeyring } from "../functions/_shared/vault-crypto.ts";
 import { secureDataDir } from "../server/data-dir.ts";
-import { DEFAULT_BATCH_SIZE, rotateKeys } from "../server/key-rotation.ts";
-import {
-  DEFAULT_DEV_KEYS_PATH,
-  loadOrCreateDevKeys,
-  needsDevKeys,
-  withDevKeys,
-} from "../server/dev-keys.ts";
+import { exists, localEnv, parseOrExit } from "../server/local-config.ts";
+import { DEFAULT_BATCH_SIZE, rotateKeys } from "./lib/key-rotation.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,
@@ -35,21 +30,9 @@ if (!Number.isSafeInteger(batchSize) || batchSize < 1) {
   Deno.exit(1);
 }
 
-let env: Record<string, string | undefined> = Deno.env.toObject();
-if (env.APP_ENV !== "production" && needsDevKeys(env)) {
-  // The local server's generated keys, when they exist; this command never creates keys.
-  const path = env.DEV_KEYS_FILE || DEFAULT_DEV_KEYS_PATH;
-  if (await exists(path)) env = withDevKeys(env, (await loadOrCreateDevKeys(path)).keys);
-}
-
-let config;
-try {
-  config = parseConfig(env);
-} catch (error) {
-  if (!(error instanceof ConfigError)) throw error;
-  console.error(error.message);
-  Deno.exit(1);
-}
+// The local server's generated keys, when they exist; this command never creates keys.
+const { env } = await localEnv({ createDevKeys: false });
+const config = parseOrExit(() => parseConfig(env));
 if (config.database.engine === "pglite") {
   if (config.database.dataDir === null || !(await exists(config.database.dataDir))) {
     console.error(`no local database at ${config.database.dataDir}: nothing to rotate`);
@@ -105,13 +88,3 @@ try {
   await db.close();
 }
 Deno.exit(exitCode);
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.stat(path);
-    return true;
-  } catch (error) {
-    if (error instanceof Deno.errors.NotFound) return false;
-    throw error;
-  }
-}

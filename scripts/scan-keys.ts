@@ -12,7 +12,7 @@ import {
   scanPaths,
   scanProject,
   type ScanReport,
-} from "../server/key-scanner.ts";
+} from "./lib/key-scanner.ts";
 
 const USAGE = `Usage: deno task scan [--history] [paths…]
 

@@ -2,50 +2,31 @@
  * `deno task start`: the local server. With nothing configured it runs on embedded PGlite with
  * generated development keys; with APP_ENV=production it refuses to start without real ones.
  */
-import { ConfigError, parseConfig } from "../functions/_shared/config.ts";
+import { parseConfig } from "../functions/_shared/config.ts";
 import { createServiceContext } from "../functions/_shared/context.ts";
 import { openDatabase } from "./database.ts";
 import { consoleLogger } from "../functions/_shared/log.ts";
 import { atEdge, createLocalApp, LOCAL_ANON_KEY } from "./app.ts";
-import {
-  DEFAULT_DEV_KEYS_PATH,
-  loadOrCreateDevKeys,
-  needsDevKeys,
-  withDevKeys,
-} from "./dev-keys.ts";
 import { connectionLimitsFromEnv, serveWithLimits } from "./connection-limits.ts";
 import { secureDataDir } from "./data-dir.ts";
-import { migrate } from "./migrations.ts";
+import { localEnv, parseOrExit } from "./local-config.ts";
+import { migrate } from "../scripts/lib/migrations.ts";
 
 const HOST = "127.0.0.1";
 
 async function main(): Promise<void> {
-  let env: Record<string, string | undefined> = Deno.env.toObject();
-  let devKeysLine: string | null = null;
-  if (env.APP_ENV !== "production" && needsDevKeys(env)) {
-    const devKeysPath = env.DEV_KEYS_FILE || DEFAULT_DEV_KEYS_PATH;
-    const { keys, created } = await loadOrCreateDevKeys(devKeysPath);
-    env = withDevKeys(env, keys);
-    devKeysLine = `${
-      created ? "generated" : "using"
-    } development keys in ${devKeysPath} (git-ignored, mode 0600)`;
-  }
+  let { env, devKeys } = await localEnv({ createDevKeys: true });
+  const devKeysLine = devKeys &&
+    `${devKeys.created ? "generated" : "using"} development keys in ${devKeys.path} ` +
+      "(git-ignored, mode 0600)";
 
   // Like `supabase start`, the local server has a public key of its own for supabase-js clients.
   if (env.APP_ENV !== "production" && !env.SUPABASE_ANON_KEY && !env.SUPABASE_PUBLISHABLE_KEYS) {
     env = { ...env, SUPABASE_ANON_KEY: LOCAL_ANON_KEY };
   }
 
-  let config;
-  let limits;
-  try {
-    config = parseConfig(env);
-    limits = connectionLimitsFromEnv(env);
-  } catch (error) {
-    if (!(error instanceof ConfigError) && !(error instanceof RangeError)) throw error;
-    console.error(error.message);
-    Deno.exit(1);
-  }
+  const config = parseOrExit(() => parseConfig(env));
+  const limits = parseOrExit(() => connectionLimitsFromEnv(env));
 
   // The embedded database's files are private to this user: set on creation, checked and fixed on
   // every start, and once more after PGlite has created its files (it makes them 0666).

@@ -1,5 +1,6 @@
 /**
- * The settings page and the browser client, served by the local server with no build step.
+ * The settings page (client/) and the browser client (sdk/), served by the local server with no
+ * build step.
  *
  * The client is TypeScript restricted to erasable syntax (no enums, namespaces or parameter
  * properties). Browsers cannot run .ts, so on each request the file's types are stripped with the
@@ -39,16 +40,20 @@ export const STATIC_ASSETS: Readonly<Record<string, Asset>> = {
     contentType: "text/html; charset=utf-8",
   },
   "/settings/app.js": { kind: "typescript", file: "client/settings.ts" },
+  "/settings/render.js": { kind: "typescript", file: "client/settings-render.ts" },
   "/settings/styles.css": {
     kind: "file",
     file: "client/settings.css",
     contentType: "text/css; charset=utf-8",
   },
   "/settings/registry.json": { kind: "json", body: registry },
-  "/client/vault-client.js": { kind: "typescript", file: "client/vault-client.ts" },
-  "/client/eip1193.js": { kind: "typescript", file: "client/eip1193.ts" },
-  "/client/session-storage.js": { kind: "typescript", file: "client/session-storage.ts" },
-  "/client/sign-in-message.js": { kind: "typescript", file: "client/sign-in-message.ts" },
+  // The browser client (sdk/), at the URLs it was first published at.
+  "/client/vault-client.js": { kind: "typescript", file: "sdk/browser.ts" },
+  "/client/eip1193.js": { kind: "typescript", file: "sdk/eip1193.ts" },
+  "/client/errors.js": { kind: "typescript", file: "sdk/errors.ts" },
+  "/client/service-call.js": { kind: "typescript", file: "sdk/service-call.ts" },
+  "/client/session-storage.js": { kind: "typescript", file: "sdk/session-storage.ts" },
+  "/client/sign-in-message.js": { kind: "typescript", file: "sdk/sign-in-message.ts" },
 };
 
 const PUBLIC_PATH_OF_FILE = new Map(

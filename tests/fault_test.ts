@@ -11,15 +11,14 @@ import assert from "node:assert/strict";
 import postgres from "postgres";
 import { openDatabase } from "../server/database.ts";
 import { SECRET_TYPES, type SecretType } from "../functions/_shared/secret-types.ts";
-import { migrate } from "../server/migrations.ts";
-import { bearer, type SignedIn, signIn, type TestApp, testEnv } from "./support/app.ts";
+import { migrate } from "../scripts/lib/migrations.ts";
+import { appOn, bearer, type SignedIn, signIn, type TestApp, testEnv } from "./support/app.ts";
 import {
   canFreeze,
   createPgCluster,
   findPostgresBinaries,
   type PgCluster,
 } from "./support/pg-cluster.ts";
-import { appOn } from "./support/service.ts";
 import { parseConfig } from "../functions/_shared/config.ts";
 
 const TIMEOUT_MS = 2000;

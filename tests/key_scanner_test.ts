@@ -11,7 +11,7 @@ import {
   projectFiles,
   scanPaths,
   scanText,
-} from "../server/key-scanner.ts";
+} from "../scripts/lib/key-scanner.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname.replace(/\/$/, "");
 
@@ -325,7 +325,7 @@ Deno.test("the project's own files scan clean", async () => {
   assert.equal(code, 0, `${stdout}\n${stderr}`);
   assert.match(stdout, /no provider credentials found/);
   const files = await projectFiles(ROOT);
-  assert.ok(files.includes("server/key-scanner.ts") && files.includes("README.md"));
+  assert.ok(files.includes("scripts/lib/key-scanner.ts") && files.includes("README.md"));
 });
 
 // ---------------------------------------------------------------------------------------------

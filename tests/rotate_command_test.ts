@@ -8,7 +8,7 @@ import type { Database } from "../functions/_shared/db.ts";
 import { openDatabase } from "../server/database.ts";
 import type { EncryptionKeySpec } from "../functions/_shared/config.ts";
 import { importKeyring } from "../functions/_shared/vault-crypto.ts";
-import { migrate } from "../server/migrations.ts";
+import { migrate } from "../scripts/lib/migrations.ts";
 import { type Engine, openTestDatabase, testEngines } from "./support/database.ts";
 
 const SCRIPT = new URL("../scripts/rotate-keys.ts", import.meta.url).pathname;

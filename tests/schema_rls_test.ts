@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { asCreator, type CreatorClaims, type Database } from "../functions/_shared/db.ts";
-import { migrate, readMigrations } from "../server/migrations.ts";
+import { migrate, readMigrations } from "../scripts/lib/migrations.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 
 async function createUser(db: Database, hex: string): Promise<string> {

@@ -15,10 +15,9 @@ import assert from "node:assert/strict";
 import postgres from "postgres";
 import { openDatabase } from "../server/database.ts";
 import { importKeyring } from "../functions/_shared/vault-crypto.ts";
-import { rotateKeys } from "../server/key-rotation.ts";
-import { migrate, readMigrations } from "../server/migrations.ts";
-import { bearer, signIn, type TestApp } from "./support/app.ts";
-import { appOn } from "./support/service.ts";
+import { rotateKeys } from "../scripts/lib/key-rotation.ts";
+import { migrate, readMigrations } from "../scripts/lib/migrations.ts";
+import { appOn, bearer, signIn, type TestApp } from "./support/app.ts";
 
 const adminUrl = Deno.env.get("DATABASE_URL");
 if (!adminUrl) {

@@ -1,5 +1,5 @@
 /**
- * The browser client (client/vault-client.ts) against the real service in-process: wallet
+ * The browser client (sdk/browser.ts) against the real service in-process: wallet
  * sign-in with real signatures, the session's storage, refresh and revocation, typed errors, and
  * EIP-6963 discovery. The same module runs in the browser test, served by the local server.
  */
@@ -16,8 +16,8 @@ import {
   type VaultClientOptions,
   VaultError,
   type VaultStorage,
-} from "../client/vault-client.ts";
-import { type NonceResponse, signInMessageMismatch } from "../client/sign-in-message.ts";
+} from "../sdk/browser.ts";
+import { type NonceResponse, signInMessageMismatch } from "../sdk/sign-in-message.ts";
 import { createSessionTokens } from "../functions/_shared/session-tokens.ts";
 import { bearer, newWallet, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";

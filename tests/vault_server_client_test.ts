@@ -9,10 +9,10 @@ import { freePort } from "./support/pg-cluster.ts";
 import type { SecretType } from "../functions/_shared/secret-types.ts";
 import {
   createVaultServerClient,
-  type VaultClientError,
+  VaultError,
   type VaultServerClient,
   type VaultServerClientOptions,
-} from "../functions/_shared/vault-server-client.ts";
+} from "../sdk/server.ts";
 import { bearer, signIn, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 
@@ -81,14 +81,14 @@ async function revealEvents(app: TestApp, userId: string): Promise<string[]> {
   return rows.map((row) => row.secret_type);
 }
 
-async function clientError(promise: Promise<unknown>): Promise<VaultClientError> {
+async function clientError(promise: Promise<unknown>): Promise<VaultError> {
   try {
     await promise;
   } catch (error) {
-    assert.equal((error as Error).name, "VaultClientError", String(error));
-    return error as VaultClientError;
+    assert.ok(error instanceof VaultError, String(error));
+    return error;
   }
-  assert.fail("expected a VaultClientError");
+  assert.fail("expected a VaultError");
 }
 
 function valuesOf(secrets: { secretTypes: SecretType[]; get(type: SecretType): string }) {

@@ -13,7 +13,7 @@ import { SECRET_TYPES, type SecretType } from "../functions/_shared/secret-types
 import { createSessionTokens } from "../functions/_shared/session-tokens.ts";
 import { importKeyring } from "../functions/_shared/vault-crypto.ts";
 import { createLocalApp } from "../server/app.ts";
-import { rotateKeys } from "../server/key-rotation.ts";
+import { rotateKeys } from "../scripts/lib/key-rotation.ts";
 import { bearer, type SignedIn, signIn, TEST_ORIGIN, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 

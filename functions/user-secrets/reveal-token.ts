@@ -4,8 +4,7 @@
  * (CORS never allows it).
  */
 import { ServiceError } from "../_shared/errors.ts";
-
-export const REVEAL_TOKEN_HEADER = "x-service-server-secret";
+import { REVEAL_TOKEN_HEADER } from "../_shared/http/reveal-header.ts";
 
 const digest = async (value: string) =>
   new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(value)));

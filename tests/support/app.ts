@@ -5,6 +5,7 @@
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { type AppConfig, parseConfig } from "../../functions/_shared/config.ts";
 import { createServiceContext, type ServiceContext } from "../../functions/_shared/context.ts";
+import type { Database } from "../../functions/_shared/db.ts";
 import { silentLogger } from "../../functions/_shared/log.ts";
 import { createLocalApp, LOCAL_ANON_KEY, type LocalApp } from "../../server/app.ts";
 import { generateDevKeys } from "../../server/dev-keys.ts";
@@ -40,22 +41,33 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
   };
 }
 
+/** The app on its own fresh test database (openTestDatabase), dropped on close. */
 export async function startTestApp(
   engine: Engine,
   env: Record<string, string> = {},
 ): Promise<TestApp> {
   const database = await openTestDatabase(engine);
+  return { ...appOn(database.db, env, database.url), database, close: () => database.close() };
+}
+
+/**
+ * The local app on a database the caller opened (a throwaway cluster, a bench database), with the
+ * same configuration path the server takes: `parseConfig` of an environment, then the context.
+ */
+export function appOn(
+  db: Database,
+  env: Record<string, string> = {},
+  url: string | null = null,
+): TestApp {
   const config = parseConfig(testEnv(env));
-  const context = createServiceContext(config, database.db, silentLogger, {
-    ownOrigins: [TEST_ORIGIN],
-  });
+  const context = createServiceContext(config, db, silentLogger, { ownOrigins: [TEST_ORIGIN] });
   const app = createLocalApp(context);
   return {
-    engine,
+    engine: db.engine,
     config,
     context,
     app,
-    database,
+    database: { db, url, close: () => db.close() },
     fetch(path, init = {}) {
       const request = new Request(new URL(path, TEST_ORIGIN), init);
       if (!request.headers.has("x-forwarded-for")) {
@@ -63,7 +75,7 @@ export async function startTestApp(
       }
       return app.handler(request);
     },
-    close: () => database.close(),
+    close: () => db.close(),
   };
 }
 

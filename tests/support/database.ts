@@ -7,7 +7,7 @@
 import postgres from "postgres";
 import type { Database } from "../../functions/_shared/db.ts";
 import { openDatabase } from "../../server/database.ts";
-import { migrate, readMigrations } from "../../server/migrations.ts";
+import { migrate, readMigrations } from "../../scripts/lib/migrations.ts";
 
 export type Engine = Database["engine"];
 

@@ -11,12 +11,22 @@
  * Self-contained apart from the registry and routing, so live-run code can import it anywhere
  * (an edge function, a worker, a script) with nothing but fetch.
  */
-import type { ErrorCode } from "./errors.ts";
-import { planRoute, type RouteError, type RouteErrorCode } from "./provider-routing.ts";
-import { isSecretType, type ProviderId, type SecretType, type StepKind } from "./secret-types.ts";
+import { REVEAL_TOKEN_HEADER } from "../functions/_shared/http/reveal-header.ts";
+import { planRoute, type RouteError } from "../functions/_shared/provider-routing.ts";
+import {
+  isSecretType,
+  type ProviderId,
+  type SecretType,
+  type StepKind,
+} from "../functions/_shared/secret-types.ts";
+import { serviceError, VaultError } from "./errors.ts";
+import { type RevealedEntry, RevealedSecrets, StepCredentials } from "./revealed-secrets.ts";
+import type { RevealedSecret } from "./types.ts";
 
-/** The header that carries the server reveal token (spec part 5, rule 6). */
-export const REVEAL_TOKEN_HEADER = "x-service-server-secret";
+export { REVEAL_TOKEN_HEADER };
+export { VaultError } from "./errors.ts";
+export type { ClientErrorCode, VaultErrorCode } from "./errors.ts";
+export { RevealedSecrets, StepCredentials } from "./revealed-secrets.ts";
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
 
@@ -33,123 +43,6 @@ export interface VaultServerClientOptions {
   readonly fetch?: typeof fetch;
   /** Per attempt, including reading the body. Default 10 s. */
   readonly timeoutMs?: number;
-}
-
-/** Errors of the client itself, next to the service's own codes. */
-export type ClientErrorCode =
-  /** The request never got an answer (refused, reset, DNS…), even after the one retry. */
-  | "network_error"
-  /** No complete answer within timeoutMs; not retried, the service may just be slow. */
-  | "timeout"
-  /** An answer that is not the service's JSON (a proxy's HTML page, a truncated body…). */
-  | "invalid_response"
-  /** A 3xx answer: never followed, since following would carry the reveal token elsewhere. */
-  | "redirect_refused"
-  /** RevealedSecrets.get() of a type the reveal did not return. */
-  | "secret_not_revealed"
-  /** From planRoute: no stored key enables the step, or an unknown step kind/provider. */
-  | RouteErrorCode;
-
-export type VaultClientErrorCode = ErrorCode | ClientErrorCode;
-
-export class VaultClientError extends Error {
-  constructor(
-    /** The service's error code (`reveal_forbidden`, `token_expired`, …) or the client's own. */
-    readonly code: VaultClientErrorCode,
-    message: string,
-    /** The HTTP status, or null when there was no answer (network, timeout, routing). */
-    readonly status: number | null,
-    /** Extra non-secret fields: the service's (e.g. allowedSecretTypes) or the route options. */
-    readonly details: Readonly<Record<string, unknown>> = {},
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
-    this.name = "VaultClientError";
-  }
-}
-
-interface RevealedEntry {
-  readonly value: string;
-  readonly updatedAt: string;
-}
-
-const REDACTED = "[redacted]";
-
-/**
- * Revealed values, readable by type. Printing it (console.log, Deno.inspect, util.inspect) or
- * JSON.stringify shows the types only.
- */
-export class RevealedSecrets {
-  readonly #entries: ReadonlyMap<SecretType, RevealedEntry>;
-
-  constructor(entries: ReadonlyMap<SecretType, RevealedEntry>) {
-    this.#entries = entries;
-  }
-
-  /** The types revealed, in the spec's order. */
-  get secretTypes(): SecretType[] {
-    return [...this.#entries.keys()];
-  }
-
-  has(type: SecretType): boolean {
-    return this.#entries.has(type);
-  }
-
-  /** The plaintext value. Throws secret_not_revealed for a type the reveal did not return. */
-  get(type: SecretType): string {
-    const entry = this.#entries.get(type);
-    if (entry === undefined) {
-      throw new VaultClientError(
-        "secret_not_revealed",
-        `${type} was not revealed (not stored, or not asked for).`,
-        null,
-        { secretType: type },
-      );
-    }
-    return entry.value;
-  }
-
-  /** When the creator last saved this type (ISO 8601 UTC). */
-  updatedAt(type: SecretType): string | undefined {
-    return this.#entries.get(type)?.updatedAt;
-  }
-
-  toJSON(): Record<string, unknown> {
-    return { secretTypes: this.secretTypes, values: REDACTED };
-  }
-
-  toString(): string {
-    return `RevealedSecrets(${this.secretTypes.join(", ")}; values ${REDACTED})`;
-  }
-
-  [Symbol.for("Deno.customInspect")](): string {
-    return this.toString();
-  }
-
-  [Symbol.for("nodejs.util.inspect.custom")](): string {
-    return this.toString();
-  }
-}
-
-/** The credentials one step needs: exactly its provider's types, all present. */
-export class StepCredentials extends RevealedSecrets {
-  constructor(
-    readonly stepKind: StepKind,
-    readonly provider: ProviderId,
-    entries: ReadonlyMap<SecretType, RevealedEntry>,
-  ) {
-    super(entries);
-  }
-
-  override toJSON(): Record<string, unknown> {
-    return { stepKind: this.stepKind, provider: this.provider, ...super.toJSON() };
-  }
-
-  override toString(): string {
-    return `StepCredentials(${this.stepKind} via ${this.provider}: ${
-      this.secretTypes.join(", ")
-    }; values ${REDACTED})`;
-  }
 }
 
 export interface VaultServerClient {
@@ -189,7 +82,7 @@ export function createVaultServerClient(options: VaultServerClientOptions): Vaul
     } catch (error) {
       // Only a request that got no answer at all: a 4xx/5xx is the service's verdict, and a
       // timeout means it may still be working on the first one.
-      if (!(error instanceof VaultClientError && error.code === "network_error")) throw error;
+      if (!(error instanceof VaultError && error.code === "network_error")) throw error;
       return await attempt(url, init);
     }
   }
@@ -222,39 +115,26 @@ export function createVaultServerClient(options: VaultServerClientOptions): Vaul
       body = undefined;
     }
     if (response.ok && body !== undefined) return body;
-    const error = (body as { error?: { code?: unknown; message?: unknown } } | undefined)?.error;
-    if (!response.ok && typeof error?.code === "string") {
-      const { code, message, ...details } = error;
-      throw new VaultClientError(
-        code as VaultClientErrorCode,
-        typeof message === "string" ? message : code,
-        response.status,
-        details,
-      );
-    }
-    throw new VaultClientError(
+    const error = response.ok ? null : serviceError(response.status, body);
+    if (error !== null) throw error;
+    throw new VaultError(
       "invalid_response",
       `The vault at ${url} answered ${response.status} without the service's JSON body.`,
-      response.status,
+      { status: response.status },
     );
   }
 
-  function failure(error: unknown, signal: AbortSignal, url: string): VaultClientError {
+  function failure(error: unknown, signal: AbortSignal, url: string): VaultError {
     if (signal.aborted) {
-      return new VaultClientError(
+      return new VaultError(
         "timeout",
         `The vault at ${url} did not answer within ${timeoutMs} ms.`,
-        null,
       );
     }
     // The cause is the runtime's own error: it names the URL and the failure, never headers.
-    return new VaultClientError(
-      "network_error",
-      `The vault at ${url} could not be reached.`,
-      null,
-      {},
-      { cause: error },
-    );
+    return new VaultError("network_error", `The vault at ${url} could not be reached.`, {
+      cause: error,
+    });
   }
 
   async function storedTypes(sessionToken: string): Promise<SecretType[]> {
@@ -298,7 +178,10 @@ export function createVaultServerClient(options: VaultServerClientOptions): Vaul
     if (!Array.isArray(secrets)) throw shapeError(revealUrl);
     const entries = new Map<SecretType, RevealedEntry>();
     for (const entry of secrets) {
-      const { secretType, value, updatedAt } = (entry ?? {}) as Record<string, unknown>;
+      const { secretType, value, updatedAt } = (entry ?? {}) as Record<
+        keyof RevealedSecret,
+        unknown
+      >;
       if (
         typeof secretType !== "string" || typeof value !== "string" ||
         typeof updatedAt !== "string"
@@ -349,31 +232,29 @@ function secretsUrlOf(baseUrl: string): string {
   return /\/api$/.test(root) ? `${root}/secrets` : `${root}/user-secrets`;
 }
 
-function redirectRefused(url: string, response: Response): VaultClientError {
+function redirectRefused(url: string, response: Response): VaultError {
   // An opaque redirect (browsers) hides its status and Location; Deno shows both.
   const location = response.headers.get("location");
   const status = response.type === "opaqueredirect" ? null : response.status;
-  return new VaultClientError(
+  return new VaultError(
     "redirect_refused",
     `The vault at ${url} answered ${status ?? "a redirect"} to ${
       location ?? "an undisclosed location"
     }; redirects are not followed. Point baseUrl at the final address.`,
-    status,
-    location === null ? {} : { location },
+    { status, details: location === null ? {} : { location } },
   );
 }
 
-function routeError(error: RouteError): VaultClientError {
-  return new VaultClientError(error.code, error.message, null, {
-    stepKind: error.stepKind,
-    options: error.options,
+function routeError(error: RouteError): VaultError {
+  return new VaultError(error.code, error.message, {
+    details: { stepKind: error.stepKind, options: error.options },
   });
 }
 
-function shapeError(url: string): VaultClientError {
-  return new VaultClientError(
+function shapeError(url: string): VaultError {
+  return new VaultError(
     "invalid_response",
     `The vault at ${url} answered with an unexpected shape.`,
-    200,
+    { status: 200 },
   );
 }

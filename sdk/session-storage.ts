@@ -1,8 +1,10 @@
 /**
- * Where the browser keeps the session (spec: "The browser stores it"). localStorage by default, so
- * a reload or a second tab stays signed in; any object with the same three methods can replace it
- * (sessionStorage, an encrypted store, a React Native AsyncStorage adapter, memory in tests).
+ * Where the browser keeps the session, and the session read from the service's answers.
+ * localStorage by default, so a reload or a second tab stays signed in; any object with the same
+ * three methods can replace it (sessionStorage, an encrypted store, a React Native AsyncStorage
+ * adapter, memory in tests).
  */
+import { VaultError } from "./errors.ts";
 
 export interface VaultStorage {
   getItem(key: string): string | null | Promise<string | null>;
@@ -62,4 +64,27 @@ export function parseStoredSession(text: string | null): VaultSession | null {
     // Not JSON: someone else's data under our key.
   }
   return null;
+}
+
+/** The session in a sign-in or refresh answer; `nowMs` is this device's clock. */
+export function sessionFromAnswer(body: unknown, nowMs: number): VaultSession {
+  const b = body as {
+    access_token?: unknown;
+    refresh_token?: unknown;
+    expires_in?: unknown;
+    user?: { id?: unknown; wallet_address?: unknown };
+  } | null;
+  if (
+    typeof b?.access_token !== "string" || typeof b.refresh_token !== "string" ||
+    typeof b.expires_in !== "number" || typeof b.user?.id !== "string" ||
+    typeof b.user.wallet_address !== "string"
+  ) {
+    throw new VaultError("invalid_response", "The service returned no session.");
+  }
+  return {
+    accessToken: b.access_token,
+    refreshToken: b.refresh_token,
+    expiresAt: Math.floor(nowMs / 1000) + b.expires_in,
+    user: { id: b.user.id, walletAddress: b.user.wallet_address },
+  };
 }

@@ -9,11 +9,8 @@
  * and /secrets.
  *
  * Written in erasable TypeScript only: the local server strips the types and serves it as an ES
- * module at /client/vault-client.js.
+ * module at /client/vault-client.js (the URL it was first published at).
  */
-import type { ErrorCode } from "../functions/_shared/errors.ts";
-import type { ProviderReadiness } from "../functions/_shared/provider-routing.ts";
-import type { ProviderId, SecretType, StepKind } from "../functions/_shared/secret-types.ts";
 import {
   type Eip1193Provider,
   personalSign,
@@ -22,78 +19,25 @@ import {
   requestChainId,
   USER_REJECTED_REQUEST,
 } from "./eip1193.ts";
+import { SignatureRejectedError, VaultError, type VaultErrorCode } from "./errors.ts";
+import { createServiceCall } from "./service-call.ts";
 import {
   defaultStorage,
   parseStoredSession,
+  sessionFromAnswer,
   type VaultSession,
   type VaultStorage,
 } from "./session-storage.ts";
 import { type NonceResponse, signInMessageMismatch } from "./sign-in-message.ts";
+import type { DeleteResult, SaveResult, SecretsStatus, SecretType } from "./types.ts";
 
 export { discoverWallets } from "./eip1193.ts";
 export type { DiscoveredWallet, Eip1193Provider, Eip6963ProviderInfo } from "./eip1193.ts";
+export { SignatureRejectedError, VaultError } from "./errors.ts";
+export type { ClientErrorCode, VaultErrorCode } from "./errors.ts";
 export { memoryStorage } from "./session-storage.ts";
 export type { VaultSession, VaultStorage } from "./session-storage.ts";
-export type { ErrorCode, ProviderId, ProviderReadiness, SecretType, StepKind };
-
-// ---------------------------------------------------------------------------------------------
-// Errors
-
-/** Failures that happen in the client, before or instead of a service answer. */
-export type ClientErrorCode =
-  /** The wallet refused (EIP-1193 4001): the user declined to connect or to sign. */
-  | "signature_rejected"
-  /** The wallet failed otherwise (locked, no account, unsupported method…). */
-  | "wallet_error"
-  /** The server's sign-in message does not match its own nonce answer or the account. */
-  | "message_mismatch"
-  /** An operation that needs a session was called without one. */
-  | "not_signed_in"
-  /** The service could not be reached (offline, DNS, CORS refusal). */
-  | "network_error"
-  /** The service answered something that is not its JSON. */
-  | "invalid_response";
-
-export type VaultErrorCode = ErrorCode | ClientErrorCode;
-
-export class VaultError extends Error {
-  /** The service's stable error code, or one of the client's own. */
-  readonly code: VaultErrorCode;
-  /** HTTP status when the service answered, else null. */
-  readonly status: number | null;
-  /** Extra non-secret fields of the service's error (e.g. allowedChainIds). */
-  readonly details: Readonly<Record<string, unknown>>;
-
-  constructor(
-    code: VaultErrorCode,
-    message: string,
-    options: { status?: number | null; details?: Record<string, unknown>; cause?: unknown } = {},
-  ) {
-    super(message, options.cause === undefined ? undefined : { cause: options.cause });
-    this.name = "VaultError";
-    this.code = code;
-    this.status = options.status ?? null;
-    this.details = options.details ?? {};
-  }
-}
-
-/** The user declined in the wallet: a normal outcome to show, not a crash. */
-export class SignatureRejectedError extends VaultError {
-  /** Whether the user declined connecting the wallet or signing the message. */
-  readonly step: "connect" | "sign";
-
-  constructor(step: "connect" | "sign", cause?: unknown) {
-    super(
-      "signature_rejected",
-      step === "sign"
-        ? "You declined to sign the sign-in message in your wallet."
-        : "You declined to connect your wallet.",
-      { cause },
-    );
-    this.name = "SignatureRejectedError";
-    this.step = step;
-  }
-}
+export type * from "./types.ts";
 
 // Codes after which the stored session is useless: it is forgotten rather than retried forever.
 const SESSION_ENDED = new Set<VaultErrorCode>([
@@ -102,40 +46,6 @@ const SESSION_ENDED = new Set<VaultErrorCode>([
   "invalid_refresh_token",
   "refresh_token_reused",
 ]);
-
-// ---------------------------------------------------------------------------------------------
-// Service shapes
-
-export interface MaskedSecret {
-  readonly secretType: SecretType;
-  /** ISO 8601 UTC. */
-  readonly updatedAt: string;
-  /** A short non-secret reminder of which key this is, when the service keeps one. */
-  readonly hint?: string;
-}
-
-/** The body of `GET /secrets`. Without a session, `secrets` is empty. */
-export interface SecretsStatus {
-  readonly configured: boolean;
-  readonly project: string;
-  readonly storage: string;
-  readonly secretTypes: readonly SecretType[];
-  readonly secrets: readonly MaskedSecret[];
-  /** Per provider: ready, or which types are missing (with a session, on services reporting it). */
-  readonly providers?: readonly ProviderReadiness[];
-}
-
-export interface SaveResult {
-  readonly secretType: SecretType;
-  readonly updatedAt: string;
-  /** false when an existing key of this type was replaced. */
-  readonly created: boolean;
-}
-
-export interface DeleteResult {
-  readonly secretType: SecretType;
-  readonly deleted: true;
-}
 
 export interface VaultClientOptions {
   /** The API root, e.g. http://127.0.0.1:54321/api or https://<ref>.supabase.co/functions/v1/api. */
@@ -197,59 +107,12 @@ export function createVaultClient(options: VaultClientOptions): VaultClient {
   const baseUrl = options.baseUrl.replace(/\/+$/, "");
   const storage = options.storage ?? defaultStorage();
   const storageKey = options.storageKey ?? `wallet-vault.session:${baseUrl}`;
-  const fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
   const now = options.now ?? Date.now;
   const marginSeconds = options.refreshMarginSeconds ?? 60;
   const listeners = new Set<SessionListener>();
   let refreshing: Promise<VaultSession> | null = null;
 
-  async function call<T>(
-    method: "GET" | "POST" | "PUT" | "DELETE",
-    path: string,
-    init: { body?: unknown; accessToken?: string } = {},
-  ): Promise<T> {
-    const headers: Record<string, string> = { accept: "application/json" };
-    if (init.body !== undefined) headers["content-type"] = "application/json";
-    if (init.accessToken !== undefined) headers.authorization = `Bearer ${init.accessToken}`;
-    if (options.apiKey) headers.apikey = options.apiKey;
-    let response: Response;
-    try {
-      response = await fetchImpl(`${baseUrl}${path}`, {
-        method,
-        headers,
-        body: init.body === undefined ? undefined : JSON.stringify(init.body),
-        credentials: "omit",
-        cache: "no-store",
-      });
-    } catch (cause) {
-      throw new VaultError("network_error", "The vault service could not be reached.", { cause });
-    }
-    if (response.status === 204) return undefined as T;
-    let body: unknown;
-    try {
-      body = await response.json();
-    } catch (cause) {
-      throw new VaultError("invalid_response", `The service answered ${response.status}.`, {
-        status: response.status,
-        cause,
-      });
-    }
-    if (!response.ok) {
-      const error = (body as { error?: { code?: unknown; message?: unknown } } | null)?.error;
-      if (typeof error?.code !== "string") {
-        throw new VaultError("invalid_response", `The service answered ${response.status}.`, {
-          status: response.status,
-        });
-      }
-      const { code, message, ...details } = error as Record<string, unknown>;
-      throw new VaultError(
-        code as VaultErrorCode,
-        typeof message === "string" ? message : code as string,
-        { status: response.status, details },
-      );
-    }
-    return body as T;
-  }
+  const call = createServiceCall({ baseUrl, fetch: options.fetch, apiKey: options.apiKey });
 
   // --- session ---------------------------------------------------------------------------------
 
@@ -269,27 +132,7 @@ export function createVaultClient(options: VaultClientOptions): VaultClient {
     }
   }
 
-  function toSession(body: unknown): VaultSession {
-    const b = body as {
-      access_token?: unknown;
-      refresh_token?: unknown;
-      expires_in?: unknown;
-      user?: { id?: unknown; wallet_address?: unknown };
-    } | null;
-    if (
-      typeof b?.access_token !== "string" || typeof b.refresh_token !== "string" ||
-      typeof b.expires_in !== "number" || typeof b.user?.id !== "string" ||
-      typeof b.user.wallet_address !== "string"
-    ) {
-      throw new VaultError("invalid_response", "The service returned no session.");
-    }
-    return {
-      accessToken: b.access_token,
-      refreshToken: b.refresh_token,
-      expiresAt: Math.floor(now() / 1000) + b.expires_in,
-      user: { id: b.user.id, walletAddress: b.user.wallet_address },
-    };
-  }
+  const toSession = (body: unknown) => sessionFromAnswer(body, now());
 
   function needsRefresh(session: VaultSession): boolean {
     return session.expiresAt - marginSeconds <= now() / 1000;

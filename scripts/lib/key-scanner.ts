@@ -1,0 +1,239 @@
+/**
+ * Finds provider credentials committed to files (keys never belong in recipe files, prompt files
+ * or committed environment files; a key found there is compromised and must be rotated). Two
+ * kinds of evidence:
+ *
+ * - a value shaped like a well-known provider key (`sk-…`, `AKIA…`, `ghp_…`, …) anywhere, and
+ * - a literal assigned to a credential name: one of the vault's seven secret types, or a name
+ *   ending in API_KEY, SECRET_KEY, ACCESS_KEY, API_TOKEN or AUTH_TOKEN (any case, `apiKey` too).
+ *
+ * Placeholders (`sk-...`, `<your key>`, `${OPENAI_API_KEY}`, `xxxx`, `your_api_key_here`) are
+ * not findings. A finding carries the value masked, never whole: the report must not become a
+ * second leak.
+ *
+ * Text is read in pieces (any size), as UTF-8 or UTF-16 (by its byte-order mark, or by NULs in
+ * alternating bytes); a file is skipped as binary only when its first 8 KB are not text. Besides
+ * files, it reads git's staged blobs and, on request, every blob in the history of HEAD.
+ *
+ * The rules are in key-rules.ts, reading text and bytes in key-text.ts; this module walks files,
+ * git's index and history, and reports.
+ */
+import { type BlobRef, historyBlobs, indexEntries, readBlobs, stagedChanges } from "./git-blobs.ts";
+import type { Finding } from "./key-rules.ts";
+import { scanBytes } from "./key-text.ts";
+
+export { maskSecret } from "./key-rules.ts";
+export type { Finding } from "./key-rules.ts";
+export { LineScanner, scanText } from "./key-text.ts";
+
+export interface ScanReport {
+  readonly findings: Finding[];
+  /** Files of the working copy (or given paths) read as text. */
+  readonly filesScanned: number;
+  /** Staged blobs read (content the working copy does not show). */
+  readonly stagedScanned: number;
+  /** Blobs from the history of HEAD read (--history). */
+  readonly historyScanned: number;
+  /** Files not read, with why (binary, a link out of the tree, deleted, …). */
+  readonly skipped: ReadonlyArray<{ readonly file: string; readonly reason: string }>;
+}
+
+const SKIPPED_DIRECTORIES = new Set([".git", "node_modules"]);
+
+const within = (path: string, root: string) => path === root || path.startsWith(`${root}/`);
+
+/**
+ * Scans files and, recursively, directories (without .git and node_modules), in pieces whatever
+ * their size. Symbolic links met on the way are followed when they lead to a file or directory
+ * inside the directory being walked (each real file is read once), and reported as skipped when
+ * they lead out of it; a path given as an argument is read wherever it leads.
+ */
+export async function scanPaths(paths: readonly string[]): Promise<ScanReport> {
+  const scan = new PathScan();
+  for (const path of paths) {
+    const info = await Deno.lstat(path).catch(() => null);
+    if (info === null) throw new Deno.errors.NotFound(`No such file or directory: ${path}`);
+    await scan.path(path, null);
+  }
+  return scan.report();
+}
+
+/** Scanning state shared by a run: what was read (by real path), found and skipped. */
+class PathScan {
+  readonly findings: Finding[] = [];
+  readonly skipped: Array<{ file: string; reason: string }> = [];
+  readonly #seen = new Set<string>();
+  filesScanned = 0;
+
+  /** Counts `real` as read already: a link to it is not followed. */
+  markSeen(real: string): void {
+    this.#seen.add(real);
+  }
+
+  /**
+   * `tree`: the real path of the directory a link must stay inside (null: a path given by the
+   * caller, followed wherever it leads).
+   */
+  async path(path: string, tree: string | null): Promise<void> {
+    const info = await Deno.lstat(path);
+    let real = path;
+    if (info.isSymlink) {
+      try {
+        real = await Deno.realPath(path);
+      } catch {
+        this.skipped.push({ file: path, reason: "broken link" });
+        return;
+      }
+      if (tree !== null && !within(real, tree)) {
+        this.skipped.push({ file: path, reason: "link to outside the tree, not followed" });
+        return;
+      }
+    } else {
+      real = await Deno.realPath(path);
+    }
+    if (this.#seen.has(real)) return; // already read through another path (or a link cycle)
+    this.#seen.add(real);
+    const target = info.isSymlink ? await Deno.stat(real) : info;
+    if (target.isDirectory) {
+      const entries: string[] = [];
+      for await (const entry of Deno.readDir(path)) {
+        if (!(entry.isDirectory && SKIPPED_DIRECTORIES.has(entry.name))) entries.push(entry.name);
+      }
+      const inside = tree ?? real;
+      for (const name of entries.sort()) {
+        await this.path(`${path.replace(/\/+$/, "")}/${name}`, inside);
+      }
+    } else if (target.isFile) {
+      await this.file(path);
+    }
+  }
+
+  async file(path: string): Promise<void> {
+    const file = await Deno.open(path);
+    // The stream closes the file when read to the end or cancelled.
+    const { findings, binary } = await scanBytes(file.readable, path);
+    if (binary) {
+      this.skipped.push({ file: path, reason: "binary" });
+      return;
+    }
+    this.filesScanned++;
+    this.findings.push(...findings);
+  }
+
+  report(extra: { stagedScanned?: number; historyScanned?: number } = {}): ScanReport {
+    return {
+      findings: this.findings,
+      filesScanned: this.filesScanned,
+      stagedScanned: extra.stagedScanned ?? 0,
+      historyScanned: extra.historyScanned ?? 0,
+      skipped: this.skipped,
+    };
+  }
+}
+
+/**
+ * The project as git sees it, from `root` (a git working tree); paths in the report are relative
+ * to it. Reads:
+ *
+ * - the working copy's tracked files and new files that are not ignored; links are followed
+ *   inside `root` only, and a tracked file deleted from the working copy is skipped (its staged
+ *   content is read instead);
+ * - staged content that differs from the working copy (findings marked "staged");
+ * - with `history`, every blob reachable from HEAD that is not in the index, each finding marked
+ *   with a commit that holds it.
+ */
+export async function scanProject(
+  root: string,
+  options: { history?: boolean } = {},
+): Promise<ScanReport> {
+  const realRoot = await Deno.realPath(root);
+  const scan = new PathScan();
+  // The project is read file by file below; a link back to its root must not walk it again.
+  scan.markSeen(realRoot);
+  const files = await projectFiles(root);
+  // Plain files first, so a file also reachable through a link is reported under its own name.
+  const links: string[] = [];
+  for (const file of files) {
+    const info = await Deno.lstat(`${root}/${file}`).catch(() => null);
+    if (info === null) {
+      scan.skipped.push({ file, reason: "deleted in the working copy" });
+    } else if (info.isSymlink) {
+      links.push(file);
+    } else {
+      await scan.path(`${root}/${file}`, realRoot);
+    }
+  }
+  for (const link of links) await scan.path(`${root}/${link}`, realRoot);
+  const relative = (path: string) =>
+    path.startsWith(`${root}/`) ? path.slice(root.length + 1) : path;
+  for (const finding of scan.findings.splice(0)) {
+    scan.findings.push({ ...finding, file: relative(finding.file) });
+  }
+  for (const skip of scan.skipped) skip.file = relative(skip.file);
+
+  const staged = await stagedChanges(root);
+  const stagedScanned = await scanBlobs(root, staged, () => "staged", scan);
+
+  let historyScanned = 0;
+  if (options.history) {
+    const inIndex = new Set((await indexEntries(root)).map((entry) => entry.sha));
+    const past = (await historyBlobs(root)).filter((blob) => !inIndex.has(blob.sha));
+    historyScanned = await scanBlobs(root, past, (ref) => `commit ${ref.commit}`, scan);
+  }
+  return scan.report({ stagedScanned, historyScanned });
+}
+
+async function scanBlobs(
+  root: string,
+  refs: readonly BlobRef[],
+  sourceOf: (ref: BlobRef) => string,
+  scan: PathScan,
+): Promise<number> {
+  let scanned = 0;
+  for await (const blob of readBlobs(root, refs)) {
+    const source = sourceOf(blob.ref);
+    const { findings, binary } = await scanBytes(blob.chunks, blob.ref.path, source);
+    if (binary) continue;
+    scanned++;
+    scan.findings.push(...findings);
+  }
+  return scanned;
+}
+
+/**
+ * The project's files as git sees them: tracked, plus untracked ones that are not ignored (about
+ * to be committed). Paths are relative to `root`. Ignored files (.local/dev-keys.json) stay out.
+ */
+export async function projectFiles(root: string): Promise<string[]> {
+  const result = await new Deno.Command("git", {
+    args: ["ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+    cwd: root,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!result.success) {
+    const message = new TextDecoder().decode(result.stderr).trim();
+    throw new Error(`git ls-files failed in ${root}: ${message}`);
+  }
+  const files = new TextDecoder().decode(result.stdout).split("\0").filter((f) => f !== "");
+  return [...new Set(files)].sort();
+}
+
+export function formatFinding(finding: Finding): string {
+  const where = `${finding.file}:${finding.line}:${finding.column}`;
+  const source = finding.source === undefined ? "" : ` (${finding.source})`;
+  return `${where}: ${finding.kind}: ${finding.masked}${source}`;
+}
+
+/** What to do about findings: the keys are compromised, whatever happens to the files now. */
+export function rotationAdvice(findings: readonly Finding[]): string {
+  const files = new Set(findings.map((finding) => finding.file)).size;
+  return [
+    `${findings.length} provider credential${findings.length === 1 ? "" : "s"} found in ${files} ` +
+    `file${files === 1 ? "" : "s"}.`,
+    "Treat each one as compromised: revoke it at the provider and create a new key now.",
+    "Save the new key in the vault (PUT /api/secrets or the settings page), never in a recipe,",
+    "prompt or environment file, and remove the old one from the file. Removing it is not enough",
+    "on its own: it stays in the git history and in every clone, which is why it must be rotated.",
+  ].join("\n");
+}

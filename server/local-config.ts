@@ -1,0 +1,58 @@
+/**
+ * How the local server and the operator commands (scripts/) start from the environment: the
+ * development keys fill its gaps outside production, config parsers read it, and a configuration
+ * error is printed and exits 1 instead of becoming a stack trace.
+ */
+import { ConfigError } from "../functions/_shared/config.ts";
+import {
+  DEFAULT_DEV_KEYS_PATH,
+  loadOrCreateDevKeys,
+  needsDevKeys,
+  withDevKeys,
+} from "./dev-keys.ts";
+
+export type Env = Record<string, string | undefined>;
+
+export interface LocalEnv {
+  readonly env: Env;
+  /** Which development keys filled gaps, for the start-up log; null when none did. */
+  readonly devKeys: { readonly path: string; readonly created: boolean } | null;
+}
+
+/**
+ * The process environment, with development keys filling what it leaves unset (never in
+ * production). `createDevKeys`: the server creates the key file on first start; a command only
+ * reads an existing one, since keys it made up could decrypt nothing.
+ */
+export async function localEnv(options: { readonly createDevKeys: boolean }): Promise<LocalEnv> {
+  const env: Env = Deno.env.toObject();
+  if (env.APP_ENV === "production" || !needsDevKeys(env)) return { env, devKeys: null };
+  const path = env.DEV_KEYS_FILE || DEFAULT_DEV_KEYS_PATH;
+  if (!options.createDevKeys && !(await exists(path))) return { env, devKeys: null };
+  const { keys, created } = await loadOrCreateDevKeys(path);
+  return { env: withDevKeys(env, keys), devKeys: { path, created } };
+}
+
+/**
+ * Runs a settings parser; a configuration error (ConfigError from config.ts, RangeError from the
+ * connection limits) is printed, without a stack, and the process exits 1.
+ */
+export function parseOrExit<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    if (!(error instanceof ConfigError) && !(error instanceof RangeError)) throw error;
+    console.error(error.message);
+    Deno.exit(1);
+  }
+}
+
+export async function exists(path: string): Promise<boolean> {
+  try {
+    await Deno.stat(path);
+    return true;
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return false;
+    throw error;
+  }
+}
