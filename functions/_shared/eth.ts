@@ -1,14 +1,19 @@
 /**
- * The two pieces of Ethereum that sign-in needs, on the audited primitives viem itself uses
- * (@noble/curves, @noble/hashes) rather than viem: importing viem cost wallet-proof about 160 ms
- * of cold start; these import in about 30.
+ * The two pieces of Ethereum that sign-in needs, without viem (importing viem cost wallet-proof
+ * about 160 ms of cold start):
  *
- * - EIP-191 personal-sign recovery: which address signed a message.
+ * - EIP-191 personal-sign recovery: which address signed a message. The public key is recovered
+ *   by libsecp256k1 (Bitcoin Core's) compiled to WebAssembly, embedded in ./secp256k1-wasm.ts
+ *   (built by scripts/secp256k1-wasm/build.sh): about 0.1 ms against @noble/curves' 0.7–1 ms in
+ *   Deno 2.9.6, which was half of a sign-in's server CPU. tests/eth_test.ts holds it equal to
+ *   @noble/curves and viem.
  * - EIP-55 checksummed addresses.
+ *
+ * Hashing is @noble/hashes' keccak-256, the primitive viem itself uses.
  */
-import { secp256k1 } from "@noble/curves/secp256k1";
 import { keccak_256 } from "@noble/hashes/sha3";
 import { bytesToHex, concatBytes, hexToBytes, utf8ToBytes } from "@noble/hashes/utils";
+import { SECP256K1_WASM_BASE64 } from "./secp256k1-wasm.ts";
 
 export type Address = `0x${string}`;
 
@@ -43,10 +48,57 @@ export function recoverPersonalSignAddress(message: string, signature: `0x${stri
   const v = bytes[64];
   const recovery = v >= 27 ? v - 27 : v;
   if (recovery !== 0 && recovery !== 1) throw new TypeError("v must be 0, 1, 27 or 28");
-  const publicKey = secp256k1.Signature.fromCompact(bytes.subarray(0, 64))
-    .addRecoveryBit(recovery)
-    .recoverPublicKey(personalMessageHash(message))
-    .toRawBytes(false); // 0x04 ‖ x ‖ y
+  const publicKey = recoverPublicKey(bytes.subarray(0, 64), personalMessageHash(message), recovery);
   const address = keccak_256(publicKey.subarray(1)).subarray(12);
   return checksumAddress(`0x${bytesToHex(address)}`);
+}
+
+interface Secp256k1Exports {
+  readonly memory: WebAssembly.Memory;
+  /** Address of the exchange buffer: signature [0, 64), hash [64, 96), public key [96, 161). */
+  io(): number;
+  /** 1 when a key was recovered into the buffer, 0 when there is none. */
+  recover(recoveryId: number): number;
+}
+
+let io: Uint8Array | undefined;
+let recoverInto: ((recoveryId: number) => number) | undefined;
+
+/** Compiled on first use (~1 ms for the 51 KB module), so importing this module costs nothing. */
+function instantiate(): void {
+  const base64 = SECP256K1_WASM_BASE64;
+  // Uint8Array.fromBase64 is recent (V8 14); older runtimes decode through atob.
+  const fromBase64 =
+    (Uint8Array as { fromBase64?: (text: string) => Uint8Array<ArrayBuffer> }).fromBase64;
+  const bytes = fromBase64
+    ? fromBase64(base64)
+    : Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+  const exports = new WebAssembly.Instance(new WebAssembly.Module(bytes), {})
+    .exports as unknown as Secp256k1Exports;
+  // The module allocates nothing, so its memory never grows and this view stays valid.
+  io = new Uint8Array(exports.memory.buffer, exports.io(), 161);
+  recoverInto = exports.recover;
+}
+
+/**
+ * ECDSA public-key recovery: the uncompressed key (0x04 ‖ x ‖ y) whose signature `compact`
+ * (r ‖ s) with `recoveryId` (0 or 1) signs the 32-byte `hash`. Throws when r or s is not in
+ * [1, n − 1] or no curve point has x = r. Synchronous, so no other call can interleave with the
+ * shared buffer.
+ */
+export function recoverPublicKey(
+  compact: Uint8Array,
+  hash: Uint8Array,
+  recoveryId: number,
+): Uint8Array {
+  if (compact.length !== 64 || hash.length !== 32 || (recoveryId !== 0 && recoveryId !== 1)) {
+    throw new TypeError("a 64-byte signature, a 32-byte hash and a recovery id of 0 or 1");
+  }
+  if (io === undefined) instantiate();
+  io!.set(compact, 0);
+  io!.set(hash, 64);
+  const recovered = recoverInto!(recoveryId);
+  io!.fill(0, 0, 96);
+  if (recovered !== 1) throw new TypeError("no public key recovers from this signature");
+  return io!.slice(96, 161);
 }
