@@ -80,10 +80,10 @@ export const END = "<!-- bench:end -->";
 /** A figure as `median (min–max)`, or the median alone after a single run. */
 function show(value: Spread | null, digits = 2, unit = ""): string {
   if (value === null) return "";
-  const f = (n: number) => `${n.toFixed(digits)}${unit}`;
+  const median = `${value.median.toFixed(digits)}${unit}`;
   return value.min === value.max
-    ? f(value.median)
-    : `${f(value.median)} (${f(value.min)}–${f(value.max)})`;
+    ? median
+    : `${median} (${value.min.toFixed(digits)}–${value.max.toFixed(digits)})`;
 }
 
 function table(header: string[], rows: string[][], right: boolean[]): string {
