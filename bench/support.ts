@@ -191,17 +191,18 @@ export function childEnv(env: Record<string, string>): Record<string, string> {
 
 /**
  * Starts `script` with exactly `env` (PORT set here; see childEnv) and waits until `readyPath`
- * answers 200.
+ * answers 200. `denoFlags` go before the script (e.g. --inspect for bench/cpu-profile.ts).
  */
 export async function startProcess(
   script: string,
   env: Record<string, string>,
   readyPath = "/api/secrets",
+  denoFlags: readonly string[] = [],
 ): Promise<ServerProcess> {
   const port = freePort();
   const fullEnv = { ...env, PORT: String(port) };
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...DENO_PERMISSIONS, new URL(script, ROOT).pathname],
+    args: ["run", ...DENO_PERMISSIONS, ...denoFlags, new URL(script, ROOT).pathname],
     env: childEnv(fullEnv),
     clearEnv: true,
     cwd: new URL(".", ROOT).pathname,
