@@ -13,6 +13,7 @@ import { createSiweMessage } from "viem/siwe";
 import {
   checksumAddress,
   recoverPersonalSignAddress,
+  recoverPersonalSigner,
   recoverPublicKey,
 } from "../functions/_shared/eth.ts";
 import {
@@ -57,6 +58,7 @@ Deno.test(`EIP-191: recovery equals viem's for 60 keys and messages, ASCII and n
     const message = `${texts[i % texts.length]}${i}`;
     const signature = await account.signMessage({ message });
     assert.equal(recoverPersonalSignAddress(message, signature), account.address);
+    assert.equal(recoverPersonalSigner(message, signature), account.address.toLowerCase());
     assert.equal(await recoverMessageAddress({ message, signature }), account.address);
     // v as 0/1 as well as 27/28: the same signer.
     const v = Number.parseInt(signature.slice(130), 16);

@@ -43,14 +43,21 @@ export function personalMessageHash(message: string): Uint8Array {
  * of range, no curve point); callers check canonical form (low s) themselves.
  */
 export function recoverPersonalSignAddress(message: string, signature: `0x${string}`): Address {
+  return checksumAddress(recoverPersonalSigner(message, signature));
+}
+
+/**
+ * The same address in lowercase hex, for a caller that only compares it: the EIP-55 checksum costs
+ * one more keccak-256 (~10–25 µs).
+ */
+export function recoverPersonalSigner(message: string, signature: `0x${string}`): Address {
   const bytes = hexToBytes(signature.slice(2));
   if (bytes.length !== 65) throw new TypeError("a signature is 65 bytes");
   const v = bytes[64];
   const recovery = v >= 27 ? v - 27 : v;
   if (recovery !== 0 && recovery !== 1) throw new TypeError("v must be 0, 1, 27 or 28");
   const publicKey = recoverPublicKey(bytes.subarray(0, 64), personalMessageHash(message), recovery);
-  const address = keccak_256(publicKey.subarray(1)).subarray(12);
-  return checksumAddress(`0x${bytesToHex(address)}`);
+  return `0x${bytesToHex(keccak_256(publicKey.subarray(1)).subarray(12))}`;
 }
 
 interface Secp256k1Exports {
