@@ -1,17 +1,20 @@
 /**
  * functions/_shared/eth.ts and the message builder against viem, the library they replace in the
  * functions (tests still have it): EIP-55 checksums, EIP-191 personal-sign recovery and the
- * EIP-4361 layout must agree exactly, on seeded random keys, messages and fields. The recovery's
- * WebAssembly (libsecp256k1) is held equal to @noble/curves, the reference, on real signatures
- * and on random ones, including the ones with no key to recover.
+ * EIP-4361 layout must agree exactly, on seeded random keys, messages and fields. The
+ * WebAssembly module is held equal to the references: its recovery (libsecp256k1) to
+ * @noble/curves on real signatures and on random ones, including the ones with no key to recover;
+ * its Keccak-256 to @noble/hashes on inputs of every length across several blocks and chunks.
  */
 import assert from "node:assert/strict";
 import { secp256k1 } from "@noble/curves/secp256k1";
+import { keccak_256 } from "@noble/hashes/sha3";
 import { getAddress, type Hex, recoverMessageAddress } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { createSiweMessage } from "viem/siwe";
 import {
   checksumAddress,
+  keccak256,
   recoverPersonalSignAddress,
   recoverPersonalSigner,
   recoverPublicKey,
@@ -223,4 +226,30 @@ Deno.test("EIP-191: recovery runs with the edge runtime's permissions only (--al
   const stderr = new TextDecoder().decode(output.stderr);
   assert.ok(output.success, stderr);
   assert.equal(new TextDecoder().decode(output.stdout).trim(), account.address);
+});
+
+Deno.test(`Keccak-256: the WebAssembly digest equals @noble/hashes' for every length 0–700 and across chunks (seed ${SEED})`, () => {
+  for (let length = 0; length <= 700; length++) {
+    const input = rng.bytes(length);
+    assert.equal(hex(keccak256(input)), hex(keccak_256(input)), `length ${length}`);
+  }
+  // Around the 4096-byte chunk the module absorbs at a time, and several chunks.
+  for (const length of [4095, 4096, 4097, 8192, 8193, 10_000, 20_000]) {
+    const input = rng.bytes(length);
+    assert.equal(hex(keccak256(input)), hex(keccak_256(input)), `length ${length}`);
+  }
+  // Parts hash as their concatenation, however they are cut.
+  for (let i = 0; i < 200; i++) {
+    const input = rng.bytes(rng.between(0, 600));
+    const cut = rng.between(0, input.length);
+    assert.equal(
+      hex(keccak256(input.subarray(0, cut), input.subarray(cut))),
+      hex(keccak_256(input)),
+    );
+  }
+  // The well-known digest of the empty string.
+  assert.equal(
+    hex(keccak256()),
+    "c5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470",
+  );
 });
