@@ -430,6 +430,23 @@ const proofRequest = (url: string) =>
     body: JSON.stringify(proofs[nextProof++]),
   });
 const sample = proofs[0];
+// Nonces for timing sign_in_with_nonce on its own, inserted in bulk beforehand.
+const signInNonces = Array.from(
+  { length: 50 + ROUNDS * CALLS },
+  () => `profile${crypto.randomUUID().replaceAll("-", "")}`,
+);
+await db.query(
+  "insert into public.auth_nonces (nonce, expires_at) select unnest($1::text[]), now() + interval '1 hour'",
+  [signInNonces],
+);
+// Each its own wallet (a new user, as in the bench) and refresh-token hash, made beforehand too.
+const signInWallets = signInNonces.map(() =>
+  `0x${
+    Array.from(crypto.getRandomValues(new Uint8Array(20)), (b) => b.toString(16).padStart(2, "0"))
+      .join("")
+  }`
+);
+let nextSignInNonce = 0;
 await profile("POST /api/auth/wallet-proof", [
   {
     name: "EIP-4361 message check alone (parse, origin, clock)",
@@ -465,6 +482,18 @@ await profile("POST /api/auth/wallet-proof", [
         "proof:ip:profile",
         60,
       ]),
+  },
+  {
+    name: "public.sign_in_with_nonce alone (wallet limit, nonce, user, session, refresh token)",
+    run: async () => {
+      const nonce = signInNonces[nextSignInNonce];
+      const wallet = signInWallets[nextSignInNonce++];
+      const [row] = await db.query<{ outcome: string }>(
+        "select outcome from public.sign_in_with_nonce($1, $2, $3, $4, $5, $6)",
+        [nonce, wallet, crypto.getRandomValues(new Uint8Array(32)), 3600, 1_000_000, 60],
+      );
+      if (row.outcome !== "signed_in") throw new Error(row.outcome);
+    },
   },
   {
     name: "full wallet-proof function, in-process (incl. sign_in_with_nonce)",
