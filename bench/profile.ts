@@ -11,7 +11,8 @@
  * The same HTTP path is timed for a bare handler doing only the floor's query, so "HTTP layer"
  * can be read off both. Needs a PostgreSQL (DATABASE_URL, or one on 127.0.0.1:5432); a fresh
  * database is created and dropped. Knobs: PROFILE_ROUNDS (5), PROFILE_CALLS per round (300).
- * Prints a table (µs, median per call) and writes bench/results/profile.json.
+ * Prints a table (µs, median per call) and writes bench/results/profile.json, which
+ * `deno task bench:report` adds to bench/README.md.
  */
 import { parseConfig } from "../functions/_shared/config.ts";
 import { createServiceContext } from "../functions/_shared/context.ts";
@@ -505,6 +506,19 @@ await profile("POST /api/auth/wallet-proof", [
   },
 ]);
 
+async function commit(): Promise<string> {
+  try {
+    const run = (args: string[]) =>
+      new Deno.Command("git", { args, stdout: "piped", stderr: "null" }).output();
+    const head = new TextDecoder().decode((await run(["rev-parse", "--short", "HEAD"])).stdout)
+      .trim();
+    const dirty = (await run(["status", "--porcelain", "--untracked-files=no"])).stdout.length > 0;
+    return dirty ? `${head} + uncommitted changes` : head;
+  } catch {
+    return "unknown";
+  }
+}
+
 function newAccountAddress(message: string): string {
   return message.split("\n")[1];
 }
@@ -514,7 +528,9 @@ await Deno.writeTextFile(
   JSON.stringify(
     {
       date: new Date().toISOString(),
+      commit: await commit(),
       deno: Deno.version.deno,
+      loadAverage: Deno.loadavg(),
       rounds: ROUNDS,
       calls: CALLS,
       results,

@@ -285,6 +285,42 @@ export function render(results: BenchResults, headingLevel = 3): string {
   return out.join("\n");
 }
 
+export interface ProfileResults {
+  date: string;
+  commit?: string;
+  deno: string;
+  loadAverage?: number[];
+  rounds: number;
+  calls: number;
+  results: Record<string, { name: string; us: number }[]>;
+}
+
+/** bench/results/profile.json (deno task bench:profile) as one table per route. */
+export function renderProfile(profile: ProfileResults): string {
+  const out = [
+    "## Where one request's time goes (PostgreSQL, in process)",
+    "",
+    `From \`deno task bench:profile\` (\`bench/results/profile.json\`), taken ${
+      profile.date.slice(0, 16).replace("T", " ")
+    } UTC on commit \`${profile.commit ?? "unknown"}\`, Deno ${profile.deno}${
+      profile.loadAverage
+        ? `, load average ${profile.loadAverage.map((x) => x.toFixed(2)).join(" / ")} at the end`
+        : ""
+    }: each layer timed on its own, one call at a time, median of ${
+      profile.rounds * profile.calls
+    } calls in ${profile.rounds} interleaved rounds. "what-if" rows measure a change outside \`bench/\` in a throwaway database.`,
+  ];
+  for (const [route, steps] of Object.entries(profile.results)) {
+    out.push(
+      "",
+      `### ${route}`,
+      "",
+      table(["layer", "µs"], steps.map((s) => [s.name, s.us.toFixed(0)]), [false, true]),
+    );
+  }
+  return out.join("\n");
+}
+
 /** `text` with what stands between the markers replaced by `body`; throws without the markers. */
 export function replaceBetweenMarkers(text: string, body: string): string {
   const start = text.indexOf(START);
@@ -305,6 +341,16 @@ if (import.meta.main) {
     readmePath,
     replaceBetweenMarkers(await Deno.readTextFile(readmePath), render(results, 3)),
   );
+  // The latest layer-by-layer profile (deno task bench:profile), when there is one.
+  let profileSection = "";
+  try {
+    const profile: ProfileResults = JSON.parse(
+      await Deno.readTextFile(new URL("bench/results/profile.json", root)),
+    );
+    profileSection = `\n${renderProfile(profile)}\n`;
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotFound)) throw error;
+  }
   await Deno.writeTextFile(
     benchReadmePath,
     [
@@ -314,7 +360,7 @@ if (import.meta.main) {
       "it: the README's Performance section.",
       "",
       render(results, 2),
-      "",
+      profileSection,
     ].join("\n"),
   );
   const fmt = await new Deno.Command(Deno.execPath(), {

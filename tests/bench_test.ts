@@ -5,7 +5,7 @@
  * their markers from a results file, with medians, spreads and missed targets as the file says.
  */
 import assert from "node:assert/strict";
-import { END, render, replaceBetweenMarkers, START } from "../bench/report.ts";
+import { END, render, renderProfile, replaceBetweenMarkers, START } from "../bench/report.ts";
 import type { BenchResults, Spread } from "../bench/report.ts";
 import {
   assertStorage,
@@ -154,4 +154,26 @@ Deno.test("the tables replace only what stands between the markers, and markers 
   assert.equal(updated, `# Title\n\nbefore\n\n${START}\n\nnew table\n\n${END}\n\nafter\n`);
   assert.equal(replaceBetweenMarkers(updated, "new table"), updated);
   assert.throws(() => replaceBetweenMarkers("# no markers\n", "x"), /markers/);
+});
+
+Deno.test("the profile section names its run and lists each route's layers with their medians", () => {
+  const text = renderProfile({
+    date: "2026-01-02T03:04:05.000Z",
+    commit: "abc1234",
+    deno: "2.9.6",
+    loadAverage: [1, 2, 3],
+    rounds: 5,
+    calls: 300,
+    results: {
+      "GET /api/secrets": [
+        { name: "bare query (the floor's read)", us: 232.4 },
+        { name: "+ role, claims and live-session check (queryAsLiveSession)", us: 420.6 },
+      ],
+    },
+  });
+  assert.match(text, /commit `abc1234`, Deno 2\.9\.6, load average 1\.00 \/ 2\.00 \/ 3\.00/);
+  assert.match(text, /median of 1500 calls in 5 interleaved rounds/);
+  assert.match(text, /### GET \/api\/secrets/);
+  assert.match(text, /\| bare query \(the floor's read\) \| 232 \|/);
+  assert.match(text, /\| \+ role, claims and live-session check \(queryAsLiveSession\) \| 421 \|/);
 });
