@@ -3,7 +3,8 @@
  * each route needs, through the same driver with the same settings (parseConfig of the same
  * environment) — no proxy, token, transaction, RLS, encryption or audit call.
  *
- *   GET  /ready                      200
+ *   GET  /ready                      200 {"storage": "<engine>:public.user_secrets"}, as the
+ *                                    service reports it, so the bench can check the engine
  *   GET  /?user=<uuid>               read: the creator's masked rows (what GET /api/secrets reads)
  *   POST /reveal?user=<uuid>         read: the creator's ciphertexts (what reveal reads)
  *   POST /reveal-audited?user=<uuid> the same read and one committed insert (an audit row), in one
@@ -17,6 +18,7 @@ import { SECRET_TYPES } from "../functions/_shared/secret-types.ts";
 
 const config = parseConfig(Deno.env.toObject());
 const db = await openDatabase(config.database);
+const storage = `${db.engine}:public.user_secrets`;
 
 async function list(user: string | null): Promise<Response> {
   const rows = await db.query<{ secret_type: string; updated_at: Date; hint: string | null }>(
@@ -90,7 +92,7 @@ const server = Deno.serve(
   (request) => {
     const url = new URL(request.url);
     const user = url.searchParams.get("user");
-    if (url.pathname === "/ready") return new Response("ok");
+    if (url.pathname === "/ready") return Response.json({ storage });
     if (url.pathname === "/reveal") return ciphertexts(user);
     if (url.pathname === "/reveal-audited") return auditedCiphertexts(user);
     if (request.method === "PUT") return upsert(user, url.searchParams.get("type"));

@@ -1,29 +1,42 @@
 /**
  * `deno task bench`: how fast the service is, measured side by side in one run, loopback only.
  *
- * For each engine (real PostgreSQL when DATABASE_URL is set or one answers on 127.0.0.1:5432, and
- * embedded PGlite), the local server (server/main.ts) runs as its own process on a free loopback
- * port on a fresh database, and a closed-loop client drives each route at a fixed concurrency:
- * nonce issue, the full wallet-proof, GET /api/secrets (seven stored secrets: there are seven
- * types), PUT, and reveal of all seven. Beside them, measured in the same run, their floors:
- * bare secp256k1 recovery of one signature (viem), the `siwe` package's own verify of the same
- * message, and a bare Deno.serve handler doing the one indexed query each route needs (a read
- * of the creator's rows, a read of its ciphertexts, one upsert) through the same driver. Then cold start per function and latency growth from 1 to 100,000 creators.
+ * For each engine (ENGINES below: real PostgreSQL when DATABASE_URL is set or one answers on
+ * 127.0.0.1:5432, and embedded PGlite), the local server (server/main.ts) runs as its own process
+ * on a free loopback port on a fresh database, with exactly the environment meant for it (nothing
+ * inherited from this process but PATH, HOME and Deno's own: bench/support.ts childEnv), and is
+ * checked to run on that engine (the `storage` GET /api/secrets reports) before anything is
+ * measured; a mismatch aborts the bench. A closed-loop client then drives each route at a fixed
+ * concurrency and at concurrency 1: nonce issue, the full wallet-proof, GET /api/secrets (seven
+ * stored secrets: there are seven types), PUT, and reveal of all seven. Beside them, in the same
+ * run, their floors: a bare Deno.serve handler doing the one indexed query each route needs (a
+ * read of the creator's rows, a read of its ciphertexts, one upsert) through the same driver
+ * (bench/bare-server.ts, checked the same way), and in-process bare secp256k1 recovery of one
+ * signature (viem) beside the peers' sign-in checks (the `siwe` package, viem's
+ * verifySiweMessage). Then cold start per function and latency growth from 1 to 100,000 creators.
  *
- * Prints one table and writes everything to bench/results/latest.json.
- * Knobs: BENCH_CONCURRENCY (8), BENCH_DURATION_MS (3000), BENCH_GROWTH ("1,1000,100000"),
- * BENCH_ENGINES ("postgres,pglite"), BENCH_OUT (bench/results/latest.json).
+ * The whole suite runs BENCH_RUNS times; every ratio is taken within its run, and the summary
+ * gives each figure's median with its min–max. Everything goes to bench/results/latest.json;
+ * `deno task bench:report` turns that into bench/README.md and the README's tables.
+ *
+ * Knobs: BENCH_RUNS (3), BENCH_CONCURRENCY (8), BENCH_DURATION_MS (3000), BENCH_SINGLE_MS (1500),
+ * BENCH_GROWTH ("1,1000,100000"; "" for none), BENCH_ENGINES ("postgres,pglite"),
+ * BENCH_OUT (bench/results/latest.json).
  */
 import { SiweMessage } from "siwe";
-import { recoverMessageAddress } from "viem";
+import { createPublicClient, custom, recoverMessageAddress } from "viem";
+import { verifySiweMessage, type VerifySiweMessageParameters } from "viem/siwe";
+import { recoverPublicKey } from "../functions/_shared/eth.ts";
+import { personalMessageHash } from "../functions/_shared/eth.ts";
 import { buildSiweMessage, checkSiweMessage, verifySignature } from "../functions/_shared/siwe.ts";
 import { SECRET_TYPES } from "../functions/_shared/secret-types.ts";
 import { runLoad, timeLoop } from "./http-load.ts";
 import {
+  assertStorage,
   type BenchDatabase,
+  childEnv,
   cpuMs,
   createDatabase,
-  type Engine,
   findPostgres,
   freePort,
   newAccount,
@@ -35,25 +48,111 @@ import {
   type Session,
   signIn,
   startProcess,
-  startServer,
 } from "./support.ts";
 
+const RUNS = Number(Deno.env.get("BENCH_RUNS") ?? 3);
 const CONCURRENCY = Number(Deno.env.get("BENCH_CONCURRENCY") ?? 8);
 const DURATION_MS = Number(Deno.env.get("BENCH_DURATION_MS") ?? 3000);
 const WARMUP_MS = 500;
-const GROWTH = (Deno.env.get("BENCH_GROWTH") ?? "1,1000,100000").split(",").map(Number);
+const GROWTH = (Deno.env.get("BENCH_GROWTH") ?? "1,1000,100000").split(",").filter((x) => x)
+  .map(Number);
 const GROWTH_MS = 2000;
 /** Each route also runs this long at concurrency 1, for its unqueued latency. */
-const SINGLE_MS = 1500;
+const SINGLE_MS = Number(Deno.env.get("BENCH_SINGLE_MS") ?? 1500);
 const OUT = Deno.env.get("BENCH_OUT") ?? "bench/results/latest.json";
 const ROOT = new URL("../", import.meta.url);
 
 const startedAt = performance.now();
 const log = (line: string) =>
-  console.error(`[${((performance.now() - startedAt) / 1000).toFixed(1).padStart(5)} s] ${line}`);
+  console.error(`[${((performance.now() - startedAt) / 1000).toFixed(1).padStart(6)} s] ${line}`);
+
+// ---------------------------------------------------------------------------------------------
+// Engines: to add one (the deployed shape: functions as their own processes behind a pooler),
+// add an entry to ENGINES; everything below runs per entry.
+
+export interface BenchEngine {
+  readonly name: string;
+  /** The `storage` its servers must report (GET /api/secrets; the floor's GET /ready). */
+  readonly storage: string;
+  /** Held to bench/targets.ts (PGlite is reported, not targeted). */
+  readonly targeted: boolean;
+  /** One process at a time per database (PGlite's data directory). */
+  readonly exclusive: boolean;
+  /** null when it can run here, else why it is skipped. */
+  available(): Promise<string | null>;
+  /** A new, migrated database holding nothing from an earlier run. */
+  createDatabase(): Promise<BenchDatabase>;
+  /** The service under test; `keys` are the keys and limits every process of a run shares. */
+  startServer(db: BenchDatabase, keys: Record<string, string>): Promise<ServerProcess>;
+  /** The floor server (bench/bare-server.ts): the same driver and settings as the service. */
+  startFloor(db: BenchDatabase, keys: Record<string, string>): Promise<ServerProcess>;
+  /** The environment of one function started alone (cold start); `serverUrl` is for the proxy. */
+  functionEnv(db: BenchDatabase, keys: Record<string, string>, serverUrl: string): Record<
+    string,
+    string
+  >;
+}
+
+let postgresAdminUrl: string | null = null;
+
+/** The local server (server/main.ts) and the floor, on one database given by `db.env`. */
+function localEngine(
+  name: string,
+  options: Pick<BenchEngine, "storage" | "targeted" | "exclusive" | "available">,
+  create: () => Promise<BenchDatabase>,
+): BenchEngine {
+  return {
+    name,
+    ...options,
+    createDatabase: create,
+    startServer: (db, keys) => startProcess("server/main.ts", { ...keys, ...db.env }),
+    startFloor: (db, keys) =>
+      startProcess("bench/bare-server.ts", { ...keys, ...db.env }, "/ready"),
+    functionEnv: (db, keys, serverUrl) => ({
+      ...keys,
+      ...db.env,
+      ALLOWED_ORIGINS: "http://127.0.0.1:54321",
+      // The api function forwards to the functions there: the running local server.
+      SUPABASE_URL: serverUrl,
+    }),
+  };
+}
+
+const ENGINES: readonly BenchEngine[] = [
+  localEngine(
+    "postgres",
+    {
+      storage: "postgres:public.user_secrets",
+      targeted: true,
+      exclusive: false,
+      async available() {
+        postgresAdminUrl = await findPostgres();
+        return postgresAdminUrl === null
+          ? "no DATABASE_URL and nothing answers on 127.0.0.1:5432"
+          : null;
+      },
+    },
+    () => createDatabase("postgres", postgresAdminUrl),
+  ),
+  localEngine(
+    "pglite",
+    {
+      storage: "pglite:public.user_secrets",
+      targeted: false,
+      exclusive: true,
+      available: () => Promise.resolve(null),
+    },
+    () => createDatabase("pglite", null),
+  ),
+];
+
+// ---------------------------------------------------------------------------------------------
+// What one run records
 
 interface Row {
-  engine: Engine | "in-process";
+  /** Stable across runs: `<engine>/<measure key>`. */
+  id: string;
+  engine: string;
   measure: string;
   concurrency: number;
   requests: number;
@@ -63,7 +162,7 @@ interface Row {
   rps: number;
   baseline: string | null;
   baselineP50Ms: number | null;
-  /** p50 / baseline p50. */
+  /** p50 / baseline p50, both from this run. */
   ratio: number | null;
   /** The same at concurrency 1: unqueued latency, and its ratio to the floor at concurrency 1. */
   p50At1Ms?: number;
@@ -72,73 +171,89 @@ interface Row {
   cpuUsPerRequest?: number | null;
 }
 
-const rows: Row[] = [];
-const growth: {
-  engine: Engine;
+interface ColdStart {
+  engine: string;
+  function: string;
+  firstResponseMs: number;
+  importMs: number | null;
+  overImportMs: number | null;
+}
+
+interface Growth {
+  engine: string;
   creators: number;
   measure: string;
   p50Ms: number;
   p99Ms: number;
   rps: number;
-}[] = [];
-const coldStart: {
-  engine: Engine;
-  function: string;
-  firstResponseMs: number;
-  importMs: number | null;
-  overImportMs: number | null;
-}[] = [];
-const notes: string[] = [];
+}
+
+interface RunResult {
+  run: number;
+  rows: Row[];
+  coldStart: ColdStart[];
+  growth: Growth[];
+}
+
+/** Sums CPU over the processes that serve a request (one for the local server). */
+async function serverCpuMs(server: ServerProcess): Promise<number | null> {
+  let total = 0;
+  for (const pid of server.pids ?? [server.pid]) {
+    const ms = await cpuMs(pid);
+    if (ms === null) return null;
+    total += ms;
+  }
+  return total;
+}
 
 // ---------------------------------------------------------------------------------------------
-// In-process floors: signature recovery, and the siwe package's verify of the same message
+// In-process: signature recovery, and the sign-in checks of the peers and ours
 
-async function cpuBaselines() {
+async function inProcess(result: RunResult) {
   const account = newAccount();
   const origin = "http://127.0.0.1:54321";
+  const domain = "127.0.0.1:54321";
+  const nonce = "benchNonce0123456789abcdefABCDEF";
   const message = buildSiweMessage({
     address: account.address,
-    domain: "127.0.0.1:54321",
+    domain,
     uri: origin,
     chainId: 1,
-    nonce: "benchNonce0123456789abcdefABCDEF",
+    nonce,
     issuedAt: new Date(),
-    expirationTime: new Date(Date.now() + 600_000),
+    expirationTime: new Date(Date.now() + 3_600_000),
     statement: "Sign in to wallet-vault-bench.",
   });
   const signature = await account.signMessage({ message });
+  const row = (
+    key: string,
+    measure: string,
+    timed: Awaited<ReturnType<typeof timeLoop>>,
+    baseline: [string, number] | null,
+  ): Row => ({
+    id: `in-process/${key}`,
+    engine: "in-process",
+    measure,
+    concurrency: 1,
+    requests: timed.runs,
+    errors: 0,
+    p50Ms: timed.p50Ms,
+    p99Ms: timed.p99Ms,
+    rps: timed.opsPerSecond,
+    baseline: baseline?.[0] ?? null,
+    baselineP50Ms: baseline?.[1] ?? null,
+    ratio: baseline ? timed.p50Ms / baseline[1] : null,
+  });
 
+  // The floor's recovery (viem, as when the floor was set), and ours, for comparison only.
   const recovery = await timeLoop(() => recoverMessageAddress({ message, signature }), 1500);
-  rows.push({
-    engine: "in-process",
-    measure: "bare secp256k1 recovery (viem recoverMessageAddress)",
-    concurrency: 1,
-    requests: recovery.runs,
-    errors: 0,
-    p50Ms: recovery.p50Ms,
-    p99Ms: recovery.p99Ms,
-    rps: recovery.opsPerSecond,
-    baseline: null,
-    baselineP50Ms: null,
-    ratio: null,
-  });
-  const siwe = await timeLoop(async () => {
-    const result = await new SiweMessage(message).verify({ signature });
-    if (!result.success) throw new Error("siwe verify failed");
-  }, 1500);
-  rows.push({
-    engine: "in-process",
-    measure: "siwe package verify (SiweMessage.verify, ethers)",
-    concurrency: 1,
-    requests: siwe.runs,
-    errors: 0,
-    p50Ms: siwe.p50Ms,
-    p99Ms: siwe.p99Ms,
-    rps: siwe.opsPerSecond,
-    baseline: "secp256k1 recovery",
-    baselineP50Ms: recovery.p50Ms,
-    ratio: siwe.p50Ms / recovery.p50Ms,
-  });
+  const hash = personalMessageHash(message);
+  const compact = Uint8Array.from(
+    signature.slice(2, 130).match(/../g)!.map((byte) => Number.parseInt(byte, 16)),
+  );
+  const v = Number.parseInt(signature.slice(130), 16) - 27;
+  const ownRecovery = await timeLoop(() => recoverPublicKey(compact, hash, v), 1500);
+
   const ours = await timeLoop(() => {
     const fields = checkSiweMessage(message, {
       origins: [origin],
@@ -148,19 +263,52 @@ async function cpuBaselines() {
     });
     verifySignature(message, signature, fields.address);
   }, 1500);
-  rows.push({
-    engine: "in-process",
-    measure: "our message check + signature verify (siwe.ts)",
-    concurrency: 1,
-    requests: ours.runs,
-    errors: 0,
-    p50Ms: ours.p50Ms,
-    p99Ms: ours.p99Ms,
-    rps: ours.opsPerSecond,
-    baseline: "siwe package verify",
-    baselineP50Ms: siwe.p50Ms,
-    ratio: ours.p50Ms / siwe.p50Ms,
+  const siwe = await timeLoop(async () => {
+    const verified = await new SiweMessage(message).verify({ signature, domain, nonce });
+    if (!verified.success) throw new Error("siwe verify failed");
+  }, 1500);
+  // viem's own check, EOA only: `mode: "eoa"` recovers the signer before any contract call, and
+  // the client's transport refuses every request, so an RPC call would fail the row, not hide in it.
+  let rpcCalls = 0;
+  const client = createPublicClient({
+    transport: custom({
+      request: () => {
+        rpcCalls++;
+        throw new Error("no RPC in the bench");
+      },
+    }),
   });
+  const viemSiwe = await timeLoop(async () => {
+    const verified = await verifySiweMessage(client, {
+      message,
+      signature,
+      domain,
+      nonce,
+      mode: "eoa",
+    } as VerifySiweMessageParameters);
+    if (!verified) throw new Error("viem verifySiweMessage failed");
+  }, 1500);
+  if (rpcCalls !== 0) throw new Error(`viem verifySiweMessage made ${rpcCalls} RPC calls`);
+
+  result.rows.push(
+    row("recovery", "bare secp256k1 recovery (viem recoverMessageAddress)", recovery, null),
+    row("own-recovery", "our secp256k1 recovery (libsecp256k1, WebAssembly)", ownRecovery, [
+      "viem recovery",
+      recovery.p50Ms,
+    ]),
+    row("ours", "our message check + signature verify (siwe.ts)", ours, [
+      "viem recovery",
+      recovery.p50Ms,
+    ]),
+    row("siwe", "peer: siwe package verify (SiweMessage.verify, ethers)", siwe, [
+      "ours",
+      ours.p50Ms,
+    ]),
+    row("viem-siwe", "peer: viem verifySiweMessage (EOA, no RPC)", viemSiwe, [
+      "ours",
+      ours.p50Ms,
+    ]),
+  );
   return { recoveryP50: recovery.p50Ms };
 }
 
@@ -198,8 +346,33 @@ async function proofPool(server: ServerProcess, n: number) {
   return proofs;
 }
 
+const ROUTE_LABELS: Record<string, string> = {
+  nonce: "POST /api/auth/nonce",
+  "wallet-proof": "POST /api/auth/wallet-proof (full sign-in)",
+  list: "GET /api/secrets (token, 7 stored)",
+  put: "PUT /api/secrets",
+  reveal: "POST /api/secrets/reveal (all 7)",
+};
+
+/**
+ * What makes an answer count: the route did what its label says (GET listed the seven secrets,
+ * reveal returned seven values, sign-in issued a session), not merely answered 2xx.
+ */
+const ROUTE_OK: Record<string, (response: Response, body: string) => boolean> = {
+  nonce: (response, body) => response.status === 200 && typeof JSON.parse(body).nonce === "string",
+  "wallet-proof": (response, body) =>
+    response.status === 200 && typeof JSON.parse(body).access_token === "string",
+  list: (response, body) => response.status === 200 && JSON.parse(body).secrets.length === 7,
+  put: (response, body) =>
+    response.status === 200 && SECRET_TYPES.includes(JSON.parse(body).secretType),
+  reveal: (response, body) =>
+    response.status === 200 &&
+    JSON.parse(body).secrets.filter((s: { value?: unknown }) => typeof s.value === "string")
+        .length === 7,
+};
+
 async function routes(
-  engine: Engine,
+  engine: BenchEngine,
   server: ServerProcess,
   sessions: Session[],
   concurrency: number,
@@ -250,21 +423,19 @@ async function routes(
       durationMs,
       warmupMs: measure === "wallet-proof" ? 0 : WARMUP_MS,
       request: scenarios[measure],
-      ok: measure === "reveal"
-        ? (response, body) => response.status === 200 && JSON.parse(body).secrets.length === 7
-        : undefined,
+      ok: ROUTE_OK[measure],
       beforeMeasuring: async () => {
-        cpuBefore = await cpuMs(server.pid);
+        cpuBefore = await serverCpuMs(server);
       },
     });
-    const cpuAfter = await cpuMs(server.pid);
+    const cpuAfter = await serverCpuMs(server);
     cpu[measure] = cpuBefore === null || cpuAfter === null
       ? null
       : ((cpuAfter - cpuBefore) * 1000) / results[measure].requests;
     log(
-      `${engine} ${measure}: p50 ${results[measure].p50Ms.toFixed(2)} ms, ${
+      `${engine.name} ${measure} at ${concurrency}: p50 ${results[measure].p50Ms.toFixed(2)} ms, ${
         results[measure].rps.toFixed(0)
-      } req/s`,
+      } req/s, ${results[measure].errors} errors`,
     );
   }
   return { results, cpu };
@@ -297,51 +468,40 @@ const FLOORS = {
 } as const;
 type Floor = keyof typeof FLOORS;
 
-async function bareQueries(
-  engine: Engine,
-  db: BenchDatabase,
-  env: Record<string, string>,
-  sessions: Session[],
-) {
-  const bare = await startProcess("bench/bare-server.ts", { ...env, ...db.env }, "/ready");
+async function bareQueries(engine: BenchEngine, bare: ServerProcess, sessions: Session[]) {
   const floors = {} as Record<Floor, {
     loaded: Awaited<ReturnType<typeof runLoad>>;
     single: Awaited<ReturnType<typeof runLoad>>;
     cpuUsPerRequest: number | null;
   }>;
-  try {
-    for (const floor of Object.keys(FLOORS) as Floor[]) {
-      let cpuBefore: number | null = null;
-      const run = (concurrency: number, durationMs: number) =>
-        runLoad({
-          concurrency,
-          durationMs,
-          warmupMs: WARMUP_MS,
-          beforeMeasuring: async () => {
-            cpuBefore = await cpuMs(bare.pid);
-          },
-          request: (w, i) =>
-            FLOORS[floor].request(bare.url, sessions[w % sessions.length].userId, i),
-          ok: floor === "write"
-            ? undefined
-            : (response, body) => response.status === 200 && JSON.parse(body).secrets.length === 7,
-        });
-      const loaded = await run(CONCURRENCY, DURATION_MS);
-      const cpuAfter = await cpuMs(bare.pid);
-      const cpuUsPerRequest = cpuBefore === null || cpuAfter === null
-        ? null
-        : ((cpuAfter - cpuBefore) * 1000) / loaded.requests;
-      const single = await run(1, SINGLE_MS);
-      log(
-        `${engine} ${FLOORS[floor].label}: p50 ${loaded.p50Ms.toFixed(2)} ms, ` +
-          `${loaded.rps.toFixed(0)} req/s; p50 at 1: ${single.p50Ms.toFixed(2)} ms`,
-      );
-      floors[floor] = { loaded, single, cpuUsPerRequest };
-    }
-    return floors;
-  } finally {
-    await bare.stop();
+  for (const floor of Object.keys(FLOORS) as Floor[]) {
+    let cpuBefore: number | null = null;
+    const run = (concurrency: number, durationMs: number) =>
+      runLoad({
+        concurrency,
+        durationMs,
+        warmupMs: WARMUP_MS,
+        beforeMeasuring: async () => {
+          cpuBefore = await serverCpuMs(bare);
+        },
+        request: (w, i) => FLOORS[floor].request(bare.url, sessions[w % sessions.length].userId, i),
+        ok: floor === "write"
+          ? undefined
+          : (response, body) => response.status === 200 && JSON.parse(body).secrets.length === 7,
+      });
+    const loaded = await run(CONCURRENCY, DURATION_MS);
+    const cpuAfter = await serverCpuMs(bare);
+    const cpuUsPerRequest = cpuBefore === null || cpuAfter === null
+      ? null
+      : ((cpuAfter - cpuBefore) * 1000) / loaded.requests;
+    const single = await run(1, SINGLE_MS);
+    log(
+      `${engine.name} ${FLOORS[floor].label}: p50 ${loaded.p50Ms.toFixed(2)} ms, ` +
+        `${loaded.rps.toFixed(0)} req/s; p50 at 1: ${single.p50Ms.toFixed(2)} ms`,
+    );
+    floors[floor] = { loaded, single, cpuUsPerRequest };
   }
+  return floors;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -351,25 +511,31 @@ async function importMs(module: string): Promise<number> {
   const output = await new Deno.Command(Deno.execPath(), {
     args: ["run", "--allow-all", new URL("bench/import-time.ts", ROOT).pathname, module],
     cwd: ROOT.pathname,
+    env: childEnv({}),
+    clearEnv: true,
     stdout: "piped",
     stderr: "null",
   }).output();
   return JSON.parse(new TextDecoder().decode(output.stdout)).importMs;
 }
 
-/** Spawns `script` and asks for `path` until it answers 200: ms from spawn to that answer. */
-async function firstResponseMs(
+/**
+ * Spawns `script` with exactly `env` (see childEnv) and asks for `path` until it answers 200: ms
+ * from spawn to that answer, and the answer's body.
+ */
+async function firstResponse(
   script: string,
   env: Record<string, string>,
   path: string,
   init: RequestInit = {},
-): Promise<number> {
+): Promise<{ ms: number; body: string }> {
   const port = freePort();
   const start = performance.now();
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "--allow-all", new URL(script, ROOT).pathname],
     cwd: ROOT.pathname,
-    env: { ...env, DENO_SERVE_ADDRESS: `tcp:127.0.0.1:${port}` },
+    env: childEnv({ ...env, DENO_SERVE_ADDRESS: `tcp:127.0.0.1:${port}` }),
+    clearEnv: true,
     stdout: "null",
     stderr: "null",
   }).spawn();
@@ -377,8 +543,8 @@ async function firstResponseMs(
     for (;;) {
       try {
         const response = await fetch(`http://127.0.0.1:${port}${path}`, init);
-        await response.body?.cancel();
-        if (response.status === 200) return performance.now() - start;
+        const body = await response.text();
+        if (response.status === 200) return { ms: performance.now() - start, body };
       } catch {
         // not listening yet
       }
@@ -391,7 +557,11 @@ async function firstResponseMs(
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const median = (xs: readonly number[]) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+};
 
 const FUNCTIONS = [
   {
@@ -412,26 +582,21 @@ async function copyDir(from: string, prefix: string): Promise<string> {
 }
 
 async function coldStarts(
-  engine: Engine,
+  engine: BenchEngine,
   db: BenchDatabase,
+  keys: Record<string, string>,
   server: ServerProcess,
-  pgliteTemplate: string | null,
+  template: string | null,
+  result: RunResult,
 ) {
-  const env: Record<string, string> = {
-    ...server.env,
-    ...db.env,
-    ALLOWED_ORIGINS: "http://127.0.0.1:54321",
-    // The api function forwards to the functions there: the running local server.
-    SUPABASE_URL: server.url,
-  };
-  delete env.PORT;
+  const env = engine.functionEnv(db, keys, server.url);
   const runs = 3;
   const hello: number[] = [];
   for (let i = 0; i <= runs; i++) {
-    hello.push(await firstResponseMs("bench/hello-server.ts", {}, "/"));
+    hello.push((await firstResponse("bench/hello-server.ts", {}, "/")).ms);
   }
-  coldStart.push({
-    engine,
+  result.coldStart.push({
+    engine: engine.name,
     function: "(runtime floor: Deno.serve hello, nothing imported)",
     firstResponseMs: median(hello.slice(1)),
     importMs: null,
@@ -441,15 +606,27 @@ async function coldStarts(
     const times: number[] = [];
     const imports: number[] = [];
     for (let i = 0; i <= runs; i++) {
-      // PGlite: each process opens its own copy of the data directory (one process per directory).
+      // An exclusive engine: each process opens its own copy of the data directory.
       let runEnv = env;
       let copy: string | null = null;
-      if (pgliteTemplate !== null) {
-        copy = await copyDir(pgliteTemplate, "wallet-vault-bench-cold-");
+      if (template !== null) {
+        copy = await copyDir(template, "wallet-vault-bench-cold-");
         runEnv = { ...env, PGLITE_DATA_DIR: copy };
       }
       try {
-        const ms = await firstResponseMs(`functions/${fn.name}/index.ts`, runEnv, fn.path, fn.init);
+        const { ms, body } = await firstResponse(
+          `functions/${fn.name}/index.ts`,
+          runEnv,
+          fn.path,
+          fn.init,
+        );
+        // The functions that say which storage they run on must say this engine's.
+        if (fn.name !== "wallet-proof") {
+          const storage = JSON.parse(body).storage;
+          if (storage !== engine.storage) {
+            throw new Error(`cold-started ${fn.name} runs on ${storage}, not ${engine.storage}`);
+          }
+        }
         if (i > 0) times.push(ms); // the first run warms Deno's caches
       } finally {
         if (copy) await Deno.remove(copy, { recursive: true }).catch(() => {});
@@ -458,15 +635,17 @@ async function coldStarts(
     }
     const first = median(times);
     const imported = median(imports);
-    coldStart.push({
-      engine,
+    result.coldStart.push({
+      engine: engine.name,
       function: fn.name,
       firstResponseMs: first,
       importMs: imported,
       overImportMs: first - imported,
     });
     log(
-      `${engine} cold start ${fn.name}: ${first.toFixed(0)} ms (import ${imported.toFixed(0)} ms)`,
+      `${engine.name} cold start ${fn.name}: ${first.toFixed(0)} ms (import ${
+        imported.toFixed(0)
+      } ms)`,
     );
   }
 }
@@ -474,22 +653,34 @@ async function coldStarts(
 // ---------------------------------------------------------------------------------------------
 // Latency growth with the number of creators
 
-async function growthRun(engine: Engine, adminUrl: string | null) {
-  const db = await createDatabase(engine, adminUrl);
-  const env = serverEnv(db.env);
-  let server = await startServer(env);
+async function startChecked(engine: BenchEngine, db: BenchDatabase, keys: Record<string, string>) {
+  const server = await engine.startServer(db, keys);
+  try {
+    await assertStorage(`the ${engine.name} server`, server.url, engine.storage);
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+  return server;
+}
+
+async function growthRun(engine: BenchEngine, result: RunResult) {
+  if (GROWTH.length === 0) return;
+  const db = await engine.createDatabase();
+  const keys = serverEnv();
+  let server = await startChecked(engine, db, keys);
   try {
     const sessions = await workerSessions(server, 1);
     let seeded = 1; // the measuring creator
     for (const target of GROWTH) {
       if (target > seeded) {
         const t0 = performance.now();
-        if (engine === "pglite") await server.stop(); // one process per data directory
+        if (engine.exclusive) await server.stop();
         // Seeded ids are 2..target: the measuring creator makes it `target` creators in all.
         await db.sql(seedCreatorsSql(seeded + 1, target));
-        if (engine === "pglite") server = await startServer(env);
+        if (engine.exclusive) server = await startChecked(engine, db, keys);
         log(
-          `${engine}: seeded to ${target} creators in ${
+          `${engine.name}: seeded to ${target} creators in ${
             ((performance.now() - t0) / 1000).toFixed(1)
           } s`,
         );
@@ -501,14 +692,14 @@ async function growthRun(engine: Engine, adminUrl: string | null) {
         "put",
         "wallet-proof",
       ]);
-      for (const [measure, result] of Object.entries(results)) {
-        growth.push({
-          engine,
+      for (const [measure, measured] of Object.entries(results)) {
+        result.growth.push({
+          engine: engine.name,
           creators: target,
           measure,
-          p50Ms: result.p50Ms,
-          p99Ms: result.p99Ms,
-          rps: result.rps,
+          p50Ms: measured.p50Ms,
+          p99Ms: measured.p99Ms,
+          rps: measured.rps,
         });
       }
     }
@@ -520,13 +711,13 @@ async function growthRun(engine: Engine, adminUrl: string | null) {
 
 // ---------------------------------------------------------------------------------------------
 
-async function benchEngine(engine: Engine, adminUrl: string | null, recoveryP50: number) {
-  const db = await createDatabase(engine, adminUrl);
-  const env = serverEnv(db.env);
-  let server = await startServer(env);
-  let pgliteTemplate: string | null = null;
+async function benchEngine(engine: BenchEngine, recoveryP50: number, result: RunResult) {
+  const db = await engine.createDatabase();
+  const keys = serverEnv();
+  let server = await startChecked(engine, db, keys);
+  let template: string | null = null;
   try {
-    log(`${engine}: server up at ${server.url}`);
+    log(`${engine.name}: server up at ${server.url}, storage checked (${engine.storage})`);
     const sessions = await workerSessions(server, CONCURRENCY);
     const proofs = await proofPool(server, 1200);
     // Concurrency 1 first, on a database not yet churned by the loaded runs (autovacuum and
@@ -541,22 +732,30 @@ async function benchEngine(engine: Engine, adminUrl: string | null, recoveryP50:
       DURATION_MS,
       proofs,
     );
-    if (engine === "pglite") await server.stop(); // the bare server opens the same directory
-    const bare = await bareQueries(engine, db, env, sessions);
-    // Cold-started PGlite functions each get a copy, taken while no process has it open.
-    if (engine === "pglite") {
-      pgliteTemplate = await copyDir(db.dataDir!, "wallet-vault-bench-template-");
-      server = await startServer(env);
+    if (engine.exclusive) await server.stop(); // the floor opens the same database
+    const floor = await engine.startFloor(db, keys);
+    let bare;
+    try {
+      await assertStorage(`the ${engine.name} floor`, floor.url, engine.storage, "/ready");
+      bare = await bareQueries(engine, floor, sessions);
+    } finally {
+      await floor.stop();
+    }
+    if (engine.exclusive) {
+      // Cold-started functions each get a copy, taken while no process has the directory open.
+      template = await copyDir(db.dataDir!, "wallet-vault-bench-template-");
+      server = await startChecked(engine, db, keys);
     }
 
-    for (const floor of Object.keys(FLOORS) as Floor[]) {
-      const { loaded, single, cpuUsPerRequest } = bare[floor];
-      rows.push({
-        engine,
-        measure: `baseline: bare Deno.serve + ${FLOORS[floor].label.replace("bare ", "")}`,
+    for (const floorKey of Object.keys(FLOORS) as Floor[]) {
+      const { loaded, single, cpuUsPerRequest } = bare[floorKey];
+      result.rows.push({
+        id: `${engine.name}/floor:${floorKey}`,
+        engine: engine.name,
+        measure: `baseline: bare Deno.serve + ${FLOORS[floorKey].label.replace("bare ", "")}`,
         concurrency: CONCURRENCY,
         requests: loaded.requests,
-        errors: loaded.errors,
+        errors: loaded.errors + single.errors,
         p50Ms: loaded.p50Ms,
         p99Ms: loaded.p99Ms,
         rps: loaded.rps,
@@ -569,10 +768,10 @@ async function benchEngine(engine: Engine, adminUrl: string | null, recoveryP50:
     }
     // Each route against the one query it cannot do without: the nonce and wallet-proof write
     // (wallet-proof also recovers one signature), the list and reveal read.
-    const floorOf = (floor: Floor, name = FLOORS[floor].label): [string, number, number] => [
+    const floorOf = (key: Floor, name = FLOORS[key].label): [string, number, number] => [
       name,
-      bare[floor].loaded.p50Ms,
-      bare[floor].single.p50Ms,
+      bare[key].loaded.p50Ms,
+      bare[key].single.p50Ms,
     ];
     const floors: Record<string, [string, number, number]> = {
       nonce: floorOf("write"),
@@ -585,27 +784,21 @@ async function benchEngine(engine: Engine, adminUrl: string | null, recoveryP50:
       put: floorOf("write"),
       reveal: floorOf("audited read"),
     };
-    const labels: Record<string, string> = {
-      nonce: "POST /api/auth/nonce",
-      "wallet-proof": "POST /api/auth/wallet-proof (full sign-in)",
-      list: "GET /api/secrets (token, 7 stored)",
-      put: "PUT /api/secrets",
-      reveal: "POST /api/secrets/reveal (all 7)",
-    };
-    for (const [measure, result] of Object.entries(results)) {
-      const [baseline, floor, floorAt1] = floors[measure];
-      rows.push({
-        engine,
-        measure: labels[measure],
+    for (const [measure, measured] of Object.entries(results)) {
+      const [baseline, floorMs, floorAt1] = floors[measure];
+      result.rows.push({
+        id: `${engine.name}/${measure}`,
+        engine: engine.name,
+        measure: ROUTE_LABELS[measure],
         concurrency: CONCURRENCY,
-        requests: result.requests,
-        errors: result.errors + single[measure].errors,
-        p50Ms: result.p50Ms,
-        p99Ms: result.p99Ms,
-        rps: result.rps,
+        requests: measured.requests,
+        errors: measured.errors + single[measure].errors,
+        p50Ms: measured.p50Ms,
+        p99Ms: measured.p99Ms,
+        rps: measured.rps,
         baseline,
-        baselineP50Ms: floor,
-        ratio: result.p50Ms / floor,
+        baselineP50Ms: floorMs,
+        ratio: measured.p50Ms / floorMs,
         p50At1Ms: single[measure].p50Ms,
         ratioAt1: single[measure].p50Ms / floorAt1,
         cpuUsPerRequest: cpu[measure],
@@ -623,110 +816,188 @@ async function benchEngine(engine: Engine, adminUrl: string | null, recoveryP50:
         });
       }
     }
-    await coldStarts(engine, db, server, pgliteTemplate);
+    await coldStarts(engine, db, keys, server, template, result);
   } finally {
     await server.stop();
     await db.drop();
-    if (pgliteTemplate) await Deno.remove(pgliteTemplate, { recursive: true }).catch(() => {});
+    if (template) await Deno.remove(template, { recursive: true }).catch(() => {});
   }
-  await growthRun(engine, adminUrl);
+  await growthRun(engine, result);
 }
 
-function fmt(n: number | null, digits = 2): string {
-  return n === null || Number.isNaN(n) ? "" : n.toFixed(digits);
+// ---------------------------------------------------------------------------------------------
+// Summary over the runs: each figure's median and min–max
+
+interface Spread {
+  median: number;
+  min: number;
+  max: number;
 }
 
-function table(): string {
-  const lines = [
-    "| engine | measure | conc. | p50 ms | p99 ms | req/s | server CPU µs/req | errors | baseline (p50 ms) | ratio | p50 ms at 1 | ratio at 1 |",
-    "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|",
+function spread(values: readonly (number | null | undefined)[]): Spread | null {
+  const present = values.filter((v): v is number => typeof v === "number" && !Number.isNaN(v));
+  if (present.length === 0) return null;
+  return { median: median(present), min: Math.min(...present), max: Math.max(...present) };
+}
+
+function summarize(runs: readonly RunResult[]) {
+  const rowIds = [...new Set(runs.flatMap((r) => r.rows.map((row) => row.id)))];
+  const rows = rowIds.map((id) => {
+    const each = runs.flatMap((r) => r.rows.filter((row) => row.id === id));
+    const first = each[0];
+    return {
+      id,
+      engine: first.engine,
+      measure: first.measure,
+      concurrency: first.concurrency,
+      baseline: first.baseline,
+      runs: each.length,
+      requests: each.reduce((n, row) => n + row.requests, 0),
+      errors: each.reduce((n, row) => n + row.errors, 0),
+      p50Ms: spread(each.map((row) => row.p50Ms)),
+      p99Ms: spread(each.map((row) => row.p99Ms)),
+      rps: spread(each.map((row) => row.rps)),
+      cpuUsPerRequest: spread(each.map((row) => row.cpuUsPerRequest)),
+      baselineP50Ms: spread(each.map((row) => row.baselineP50Ms)),
+      ratio: spread(each.map((row) => row.ratio)),
+      p50At1Ms: spread(each.map((row) => row.p50At1Ms)),
+      ratioAt1: spread(each.map((row) => row.ratioAt1)),
+    };
+  });
+  const coldKeys = [
+    ...new Set(runs.flatMap((r) => r.coldStart.map((c) => `${c.engine}|${c.function}`))),
   ];
-  for (const r of rows) {
-    lines.push(
-      `| ${r.engine} | ${r.measure} | ${r.concurrency} | ${fmt(r.p50Ms)} | ${fmt(r.p99Ms)} | ${
-        fmt(r.rps, 0)
-      } | ${fmt(r.cpuUsPerRequest ?? null, 0)} | ${r.errors} | ${
-        r.baseline ? `${r.baseline} (${fmt(r.baselineP50Ms)})` : ""
-      } | ${r.ratio === null ? "" : `${fmt(r.ratio)}×`} | ${fmt(r.p50At1Ms ?? null)} | ${
-        r.ratioAt1 === undefined ? "" : `${fmt(r.ratioAt1)}×`
-      } |`,
+  const coldStart = coldKeys.map((key) => {
+    const each = runs.flatMap((r) =>
+      r.coldStart.filter((c) => `${c.engine}|${c.function}` === key)
     );
-  }
-  lines.push("");
-  lines.push(
-    "| engine | function | first response ms | handler import ms | first response − import ms |",
-  );
-  lines.push("|---|---|---:|---:|---:|");
-  for (const c of coldStart) {
-    lines.push(
-      `| ${c.engine} | ${c.function} | ${fmt(c.firstResponseMs, 0)} | ${fmt(c.importMs, 0)} | ${
-        fmt(c.overImportMs, 0)
-      } |`,
+    return {
+      engine: each[0].engine,
+      function: each[0].function,
+      firstResponseMs: spread(each.map((c) => c.firstResponseMs)),
+      importMs: spread(each.map((c) => c.importMs)),
+      overImportMs: spread(each.map((c) => c.overImportMs)),
+    };
+  });
+  const growthKeys = [
+    ...new Set(runs.flatMap((r) => r.growth.map((g) => `${g.engine}|${g.creators}|${g.measure}`))),
+  ];
+  const growth = growthKeys.map((key) => {
+    const each = runs.flatMap((r) =>
+      r.growth.filter((g) => `${g.engine}|${g.creators}|${g.measure}` === key)
     );
+    return {
+      engine: each[0].engine,
+      creators: each[0].creators,
+      measure: each[0].measure,
+      p50Ms: spread(each.map((g) => g.p50Ms)),
+      p99Ms: spread(each.map((g) => g.p99Ms)),
+    };
+  });
+  return { rows, coldStart, growth };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The machine and the code measured
+
+async function commandOutput(command: string, args: string[]): Promise<string | null> {
+  try {
+    const output = await new Deno.Command(command, { args, stdout: "piped", stderr: "null" })
+      .output();
+    return output.success ? new TextDecoder().decode(output.stdout).trim() : null;
+  } catch {
+    return null;
   }
-  lines.push("");
-  const measures = [...new Set(growth.map((g) => g.measure))];
-  lines.push(`| engine | creators | ${measures.map((m) => `${m} p50 / p99 ms`).join(" | ")} |`);
-  lines.push(`|---|---:|${measures.map(() => "---:").join("|")}|`);
-  for (const engine of [...new Set(growth.map((g) => g.engine))]) {
-    for (const creators of [...new Set(growth.map((g) => g.creators))]) {
-      const cells = measures.map((m) => {
-        const g = growth.find((x) =>
-          x.engine === engine && x.creators === creators && x.measure === m
-        );
-        return g ? `${fmt(g.p50Ms)} / ${fmt(g.p99Ms)}` : "";
-      });
-      lines.push(`| ${engine} | ${creators.toLocaleString("en")} | ${cells.join(" | ")} |`);
+}
+
+async function machine() {
+  // /proc is read with `cat`: Deno reads it itself only with --allow-all.
+  const cpuinfo = await commandOutput("cat", ["/proc/cpuinfo"]) ?? "";
+  const cpuModel = /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1]?.trim() ?? Deno.build.arch;
+  let postgres: string | null = null;
+  if (postgresAdminUrl !== null) {
+    const { default: postgresJs } = await import("postgres");
+    const sql = postgresJs(postgresAdminUrl, { max: 1, onnotice: () => {} });
+    try {
+      postgres = (await sql`show server_version`)[0].server_version;
+    } finally {
+      await sql.end({ timeout: 1 });
     }
   }
-  return lines.join("\n");
+  return {
+    cpuModel,
+    cores: navigator.hardwareConcurrency,
+    memoryGiB: Math.round(Deno.systemMemoryInfo().total / 2 ** 30),
+    os: `${Deno.build.os} ${Deno.build.arch}`,
+    deno: Deno.version.deno,
+    v8: Deno.version.v8,
+    postgres,
+    loadAverageAtStart: Deno.loadavg(),
+  };
+}
+
+async function commit(): Promise<string> {
+  // BENCH_COMMIT: when measuring a copy without .git (git archive), name the commit it holds.
+  const given = Deno.env.get("BENCH_COMMIT");
+  if (given) return given;
+  const head = await commandOutput("git", ["rev-parse", "--short", "HEAD"]);
+  if (head === null) return "unknown";
+  const status = await commandOutput("git", ["status", "--porcelain", "--untracked-files=no"]);
+  return status ? `${head} + uncommitted changes` : head;
 }
 
 // ---------------------------------------------------------------------------------------------
 
 const wanted = (Deno.env.get("BENCH_ENGINES") ?? "postgres,pglite").split(",");
-const adminUrl = wanted.includes("postgres") ? await findPostgres() : null;
-const engines: Engine[] = [];
-if (wanted.includes("postgres")) {
-  if (adminUrl) engines.push("postgres");
-  else notes.push("PostgreSQL: skipped (no DATABASE_URL and nothing answers on 127.0.0.1:5432)");
+const engines: BenchEngine[] = [];
+const notes: string[] = [];
+for (const engine of ENGINES.filter((e) => wanted.includes(e.name))) {
+  const why = await engine.available();
+  if (why === null) engines.push(engine);
+  else notes.push(`${engine.name}: skipped (${why})`);
 }
-if (wanted.includes("pglite")) engines.push("pglite");
+const host = await machine();
+const measuredCommit = await commit();
 
-log(`engines: ${engines.join(", ")}; concurrency ${CONCURRENCY}; ${DURATION_MS} ms per route`);
-const { recoveryP50 } = await cpuBaselines();
-for (const engine of engines) await benchEngine(engine, adminUrl, recoveryP50);
+log(
+  `${RUNS} run(s); engines: ${
+    engines.map((e) => e.name).join(", ")
+  }; concurrency ${CONCURRENCY}; ` +
+    `${DURATION_MS} ms per route (${SINGLE_MS} ms at 1)`,
+);
+const runs: RunResult[] = [];
+for (let run = 1; run <= RUNS; run++) {
+  log(`run ${run} of ${RUNS}`);
+  const result: RunResult = { run, rows: [], coldStart: [], growth: [] };
+  const { recoveryP50 } = await inProcess(result);
+  for (const engine of engines) await benchEngine(engine, recoveryP50, result);
+  runs.push(result);
+}
 
 notes.push(
-  "GET /api/secrets and reveal run with 7 stored secrets per creator: the spec has seven secret types, so 7 is the most a creator can store.",
-  "Each route's floor is the bare server doing the one query the route cannot do without, through the same driver: GET /api/secrets the creator's rows, reveal the creator's ciphertexts, PUT and the nonce one upsert; wallet-proof's is one signature recovery (in-process p50) plus that write, at the same concurrency.",
+  "GET /api/secrets and reveal run with 7 stored secrets per creator: the spec has seven secret types, so 7 is the most a creator can store. An answer counts only if it did what the row's label says (GET lists 7, reveal returns 7 values, sign-in issues a session, PUT names the type it saved); anything else is an error.",
+  "Each route's floor is the bare server doing the one query the route cannot do without, through the same driver: GET /api/secrets the creator's rows, reveal the creator's ciphertexts, PUT and the nonce one upsert; wallet-proof's is one signature recovery (viem, in-process p50) plus that write, at the same concurrency.",
+  "Every server, floor and function process gets exactly its engine's environment (only PATH, HOME and Deno's own variables are inherited), and the bench checks the storage each reports before measuring it.",
   "'at 1' columns: the same route at concurrency 1 (unqueued latency) against the floor at concurrency 1; the main columns run at the fixed concurrency, where a two-core machine queues CPU work and p50 tracks throughput.",
   "server CPU µs/req: CPU time (user + system) of the server process per request at the fixed concurrency, from /proc; it moves much less than latency when other work shares the machine.",
   "Growth runs at concurrency 1 on one creator; the other creators are seeded in bulk with a session and all seven secrets each.",
 );
 const meta = {
   date: new Date().toISOString(),
-  deno: Deno.version.deno,
-  os: `${Deno.build.os} ${Deno.build.arch}`,
-  cpus: navigator.hardwareConcurrency,
-  // BENCH_COMMIT: when measuring a copy without .git (git archive), name the commit it holds.
-  commit: Deno.env.get("BENCH_COMMIT") ?? new TextDecoder().decode(
-    (await new Deno.Command("git", {
-      args: ["rev-parse", "--short", "HEAD"],
-      stdout: "piped",
-      stderr: "null",
-    }).output().catch(() => ({ stdout: new Uint8Array() }))).stdout,
-  ).trim(),
+  commit: measuredCommit,
+  machine: { ...host, loadAverageAtEnd: Deno.loadavg() },
+  runs: RUNS,
+  engines: engines.map((e) => ({ name: e.name, storage: e.storage, targeted: e.targeted })),
   concurrency: CONCURRENCY,
   durationMs: DURATION_MS,
+  singleMs: SINGLE_MS,
+  growth: GROWTH,
   totalSeconds: (performance.now() - startedAt) / 1000,
 };
-const markdown = table();
-console.log(markdown);
-for (const note of notes) console.log(`\n- ${note}`);
+const summary = summarize(runs);
 await Deno.mkdir(new URL(OUT, ROOT).pathname.replace(/\/[^/]+$/, ""), { recursive: true });
 await Deno.writeTextFile(
   new URL(OUT, ROOT),
-  JSON.stringify({ meta, rows, coldStart, growth, notes, markdown }, null, 2) + "\n",
+  JSON.stringify({ meta, summary, runs, notes }, null, 2) + "\n",
 );
-log(`wrote ${OUT} (${meta.totalSeconds.toFixed(0)} s in all)`);
+log(`wrote ${OUT} (${meta.totalSeconds.toFixed(0)} s in all); tables: deno task bench:report`);

@@ -148,6 +148,8 @@ export interface ServerProcess {
   readonly url: string;
   readonly env: Record<string, string>;
   readonly pid: number;
+  /** Every process that serves a request, when there is more than `pid` (CPU is summed over them). */
+  readonly pids?: readonly number[];
   stop(): Promise<void>;
 }
 
@@ -159,17 +161,53 @@ const DENO_PERMISSIONS = [
   "--allow-sys",
 ];
 
-/** Starts `script` with `env` (PORT set here) and waits until `readyPath` answers 200. */
+/**
+ * The only variables a child process inherits from ours: what Deno needs to run and find its
+ * caches. Everything else a server, floor or function sees is passed explicitly, so a setting of
+ * the parent (DATABASE_URL above all: config.ts prefers it to PGlite) cannot change which engine a
+ * row measures.
+ */
+const INHERITED_ENV = [
+  "PATH",
+  "HOME",
+  "TMPDIR",
+  "LANG",
+  "TZ",
+  "NO_COLOR",
+  "DENO_DIR",
+  "DENO_NO_UPDATE_CHECK",
+  "DENO_CERT",
+  "XDG_CACHE_HOME",
+  "NPM_CONFIG_REGISTRY",
+  "SSL_CERT_FILE",
+];
+
+/** `env` plus the inherited basics above, and nothing else: pass it with `clearEnv: true`. */
+export function childEnv(env: Record<string, string>): Record<string, string> {
+  const base: Record<string, string> = {};
+  for (const name of INHERITED_ENV) {
+    const value = Deno.env.get(name);
+    if (value !== undefined) base[name] = value;
+  }
+  return { ...base, ...env };
+}
+
+/**
+ * Starts `script` with exactly `env` (PORT set here; see childEnv) and waits until `readyPath`
+ * answers 200. `denoFlags` go before the script (e.g. --inspect for bench/cpu-profile.ts).
+ */
 export async function startProcess(
   script: string,
   env: Record<string, string>,
   readyPath = "/api/secrets",
+  denoFlags: readonly string[] = [],
 ): Promise<ServerProcess> {
   const port = freePort();
   const fullEnv = { ...env, PORT: String(port) };
   const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", ...DENO_PERMISSIONS, new URL(script, ROOT).pathname],
-    env: fullEnv,
+    args: ["run", ...DENO_PERMISSIONS, ...denoFlags, new URL(script, ROOT).pathname],
+    env: childEnv(fullEnv),
+    clearEnv: true,
     cwd: new URL(".", ROOT).pathname,
     stdout: "null",
     stderr: "piped",
@@ -228,6 +266,34 @@ export async function startProcess(
 
 export function startServer(env: Record<string, string>): Promise<ServerProcess> {
   return startProcess("server/main.ts", env);
+}
+
+/** The `storage` a running server reports (GET /api/secrets), e.g. `postgres:public.user_secrets`. */
+export async function reportedStorage(url: string, path = "/api/secrets"): Promise<string> {
+  const response = await fetch(`${url}${path}`);
+  const body = await response.json().catch(() => null) as { storage?: unknown } | null;
+  if (response.status !== 200 || typeof body?.storage !== "string") {
+    throw new Error(`${url}${path} did not report its storage (status ${response.status})`);
+  }
+  return body.storage;
+}
+
+/**
+ * Throws unless the process at `url` runs on `expected` storage: a row must measure the engine
+ * its label names (a server that silently fell back to another database would not).
+ */
+export async function assertStorage(
+  what: string,
+  url: string,
+  expected: string,
+  path = "/api/secrets",
+): Promise<void> {
+  const storage = await reportedStorage(url, path);
+  if (storage !== expected) {
+    throw new Error(
+      `${what} runs on ${storage}, not ${expected}: its environment is not the one meant for it`,
+    );
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

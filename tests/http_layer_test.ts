@@ -6,6 +6,7 @@ import assert from "node:assert/strict";
 import { ServiceError } from "../functions/_shared/errors.ts";
 import {
   CORS_ALLOWED_HEADERS,
+  json,
   MAX_BODY_BYTES,
   MAX_PROOF_BODY_BYTES,
   readJson,
@@ -193,4 +194,56 @@ Deno.test("routes match below the function name with or without the /functions/v
 
 Deno.test("an empty body reads as undefined and is the handler's call", async () => {
   assert.equal(await readJson(new Request("http://x/", { method: "POST" })), undefined);
+});
+
+Deno.test("CORS headers are exactly: Vary always, the origin only when allowed, and a full preflight", async () => {
+  const ok = () => Promise.resolve(new Response("{}", { headers: { "x-own": "kept" } }));
+  const headersOf = (response: Response) =>
+    [...response.headers].filter(([name]) => name !== "content-type");
+  const any = serve(ok, { allowedOrigins: [] }, silentLogger);
+  const listed = serve(ok, { allowedOrigins: ["https://app.example.com"] }, silentLogger);
+  const get = (origin?: string) =>
+    new Request("http://localhost/x", { headers: origin ? { origin } : {} });
+  assert.deepEqual(headersOf(await any(get("https://a.example"))), [
+    ["access-control-allow-origin", "*"],
+    ["vary", "Origin"],
+    ["x-own", "kept"],
+  ]);
+  assert.deepEqual(headersOf(await listed(get("https://app.example.com"))), [
+    ["access-control-allow-origin", "https://app.example.com"],
+    ["vary", "Origin"],
+    ["x-own", "kept"],
+  ]);
+  assert.deepEqual(headersOf(await listed(get("https://evil.example"))), [
+    ["vary", "Origin"],
+    ["x-own", "kept"],
+  ]);
+  assert.deepEqual(headersOf(await listed(get())), [["vary", "Origin"], ["x-own", "kept"]]);
+  const preflight = await listed(
+    new Request("http://localhost/x", {
+      method: "OPTIONS",
+      headers: { origin: "https://app.example.com" },
+    }),
+  );
+  assert.equal(preflight.status, 204);
+  assert.deepEqual([...preflight.headers], [
+    ["access-control-allow-headers", CORS_ALLOWED_HEADERS],
+    ["access-control-allow-methods", "GET, POST, PUT, DELETE, OPTIONS"],
+    ["access-control-allow-origin", "https://app.example.com"],
+    ["access-control-max-age", "600"],
+    ["vary", "Origin"],
+  ]);
+});
+
+Deno.test("json() answers with its status, the JSON content type, no-store, and any extra headers", async () => {
+  const plain = json({ a: 1 }, 201);
+  assert.equal(plain.status, 201);
+  assert.deepEqual([...plain.headers], [
+    ["cache-control", "no-store"],
+    ["content-type", "application/json; charset=utf-8"],
+  ]);
+  assert.deepEqual(await plain.json(), { a: 1 });
+  const extra = json({}, 429, { "retry-after": "3" });
+  assert.equal(extra.headers.get("retry-after"), "3");
+  assert.equal(extra.headers.get("cache-control"), "no-store");
 });

@@ -3,7 +3,7 @@
  * wallet signs, and checking a signed one against this deployment's origins, chains, clock and
  * the signer's address. Nonce bookkeeping lives with the handler, in the database.
  */
-import { checksumAddress, recoverPersonalSignAddress } from "./eth.ts";
+import { checksumAddress, recoverPersonalSigner } from "./eth.ts";
 import { ServiceError } from "./errors.ts";
 
 export interface SiweFields {
@@ -302,7 +302,7 @@ export function verifySignature(
   }
   let signer: string;
   try {
-    signer = recoverPersonalSignAddress(message, signature as `0x${string}`);
+    signer = recoverPersonalSigner(message, signature as `0x${string}`);
   } catch {
     throw new ServiceError("invalid_signature", "The signature cannot be verified.");
   }

@@ -1,0 +1,2 @@
+/* Freestanding stand-in: nothing is printed (USE_EXTERNAL_DEFAULT_CALLBACKS). */
+#pragma once

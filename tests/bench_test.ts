@@ -1,0 +1,179 @@
+/**
+ * The bench's honesty: a server it starts sees only the environment meant for it (a DATABASE_URL
+ * in the bench's own environment must not turn the PGlite server into a Postgres one), a server on
+ * the wrong engine is caught before it is measured, and the published tables are generated between
+ * their markers from a results file, with medians, spreads and missed targets as the file says.
+ */
+import assert from "node:assert/strict";
+import { END, render, renderProfile, replaceBetweenMarkers, START } from "../bench/report.ts";
+import type { BenchResults, Spread } from "../bench/report.ts";
+import {
+  assertStorage,
+  childEnv,
+  createDatabase,
+  reportedStorage,
+  serverEnv,
+  startServer,
+} from "../bench/support.ts";
+
+Deno.test("a bench child's environment holds Deno's basics and what it is given, nothing else of the parent's", () => {
+  const saved = Deno.env.get("DATABASE_URL");
+  Deno.env.set("DATABASE_URL", "postgres://postgres@127.0.0.1:1/not-for-the-child");
+  try {
+    const env = childEnv({ PGLITE_DATA_DIR: "/tmp/x" });
+    assert.equal(env.DATABASE_URL, undefined);
+    assert.equal(env.PGLITE_DATA_DIR, "/tmp/x");
+    assert.equal(env.PATH, Deno.env.get("PATH"));
+    const allowed = new Set([
+      "PATH",
+      "HOME",
+      "TMPDIR",
+      "LANG",
+      "TZ",
+      "NO_COLOR",
+      "DENO_DIR",
+      "DENO_NO_UPDATE_CHECK",
+      "DENO_CERT",
+      "XDG_CACHE_HOME",
+      "NPM_CONFIG_REGISTRY",
+      "SSL_CERT_FILE",
+      "PGLITE_DATA_DIR",
+    ]);
+    assert.deepEqual(Object.keys(env).filter((name) => !allowed.has(name)), []);
+  } finally {
+    if (saved === undefined) Deno.env.delete("DATABASE_URL");
+    else Deno.env.set("DATABASE_URL", saved);
+  }
+});
+
+Deno.test({
+  name:
+    "the bench's PGlite server runs on PGlite while the bench's own DATABASE_URL names a Postgres, and a check for another engine fails",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const saved = Deno.env.get("DATABASE_URL");
+    // Any URL: before the fix, the child inherited it and config.ts preferred it to PGlite.
+    Deno.env.set("DATABASE_URL", saved ?? "postgres://postgres@127.0.0.1:5432/postgres");
+    const db = await createDatabase("pglite", null);
+    const server = await startServer(serverEnv(db.env)).catch(async (error) => {
+      await db.drop();
+      throw error;
+    });
+    try {
+      assert.equal(await reportedStorage(server.url), "pglite:public.user_secrets");
+      await assertStorage("pglite server", server.url, "pglite:public.user_secrets");
+      await assert.rejects(
+        assertStorage("pglite server", server.url, "postgres:public.user_secrets"),
+        /runs on pglite:public\.user_secrets, not postgres:public\.user_secrets/,
+      );
+    } finally {
+      await server.stop();
+      await db.drop();
+      if (saved === undefined) Deno.env.delete("DATABASE_URL");
+      else Deno.env.set("DATABASE_URL", saved);
+    }
+  },
+});
+
+const s = (median: number, min = median, max = median): Spread => ({ median, min, max });
+
+function results(listRatioAt1: Spread, errors = 0): BenchResults {
+  const row = {
+    id: "postgres/list",
+    engine: "postgres",
+    measure: "GET /api/secrets (token, 7 stored)",
+    concurrency: 8,
+    baseline: "bare read (the creator's rows)",
+    runs: 3,
+    requests: 3000,
+    errors,
+    p50Ms: s(2.7, 2.5, 3.1),
+    p99Ms: s(8),
+    rps: s(2600),
+    cpuUsPerRequest: s(333),
+    baselineP50Ms: s(1.27),
+    ratio: s(2.12, 1.9, 2.4),
+    p50At1Ms: s(0.61),
+    ratioAt1: listRatioAt1,
+  };
+  return {
+    meta: {
+      date: "2026-01-02T03:04:05.000Z",
+      commit: "abc1234",
+      machine: {
+        cpuModel: "Test CPU",
+        cores: 2,
+        memoryGiB: 24,
+        os: "linux x86_64",
+        deno: "2.9.6",
+        v8: "15",
+        postgres: "15.20",
+        loadAverageAtStart: [0.5, 0.4, 0.3],
+        loadAverageAtEnd: [1, 0.8, 0.5],
+      },
+      runs: 3,
+      engines: [{ name: "postgres", storage: "postgres:public.user_secrets", targeted: true }],
+      concurrency: 8,
+      durationMs: 3000,
+      singleMs: 1500,
+      growth: [],
+      totalSeconds: 900,
+    },
+    summary: { rows: [row], coldStart: [], growth: [] },
+    notes: ["A note."],
+  };
+}
+
+Deno.test("the generated tables state the commit and machine, and each ratio as median (min–max)", () => {
+  const text = render(results(s(1.34, 1.2, 1.51)));
+  assert.match(text, /commit `abc1234`/);
+  assert.match(text, /Test CPU \(2 cores, 24 GiB\).*Deno 2\.9\.6/s);
+  assert.match(text, /PostgreSQL 15\.20/);
+  assert.match(text, /3 runs of the whole suite/);
+  assert.match(text, /\| 1\.34× \(1\.20–1\.51\) \|/);
+  assert.match(text, /\| 2\.12× \(1\.90–2\.40\) \|/);
+});
+
+Deno.test("a target is met by the median ratio, and a miss or a row with errors is reported as one", () => {
+  const met = render(results(s(1.45, 1.3, 1.7)));
+  assert.match(
+    met,
+    /\| postgres \| GET \/api\/secrets \| 1\.5× \| 1\.45× \(1\.30–1\.70\) \| yes \|/,
+  );
+  const missed = render(results(s(1.62, 1.5, 1.8)));
+  assert.match(missed, /\| 1\.62× \(1\.50–1\.80\) \| \*\*no\*\* \|/);
+  assert.match(missed, /postgres, GET \/api\/secrets at concurrency 1: 1\.62× > 1\.5×/);
+  const failing = render(results(s(1.2), 3));
+  assert.match(failing, /\*\*no\*\* \(errors\)/);
+});
+
+Deno.test("the tables replace only what stands between the markers, and markers are required", () => {
+  const readme = `# Title\n\nbefore\n\n${START}\nold table\n${END}\n\nafter\n`;
+  const updated = replaceBetweenMarkers(readme, "new table");
+  assert.equal(updated, `# Title\n\nbefore\n\n${START}\n\nnew table\n\n${END}\n\nafter\n`);
+  assert.equal(replaceBetweenMarkers(updated, "new table"), updated);
+  assert.throws(() => replaceBetweenMarkers("# no markers\n", "x"), /markers/);
+});
+
+Deno.test("the profile section names its run and lists each route's layers with their medians", () => {
+  const text = renderProfile({
+    date: "2026-01-02T03:04:05.000Z",
+    commit: "abc1234",
+    deno: "2.9.6",
+    loadAverage: [1, 2, 3],
+    rounds: 5,
+    calls: 300,
+    results: {
+      "GET /api/secrets": [
+        { name: "bare query (the floor's read)", us: 232.4 },
+        { name: "+ role, claims and live-session check (queryAsLiveSession)", us: 420.6 },
+      ],
+    },
+  });
+  assert.match(text, /commit `abc1234`, Deno 2\.9\.6, load average 1\.00 \/ 2\.00 \/ 3\.00/);
+  assert.match(text, /median of 1500 calls in 5 interleaved rounds/);
+  assert.match(text, /### GET \/api\/secrets/);
+  assert.match(text, /\| bare query \(the floor's read\) \| 232 \|/);
+  assert.match(text, /\| \+ role, claims and live-session check \(queryAsLiveSession\) \| 421 \|/);
+});
