@@ -16,7 +16,7 @@
  */
 import { parseConfig } from "../functions/_shared/config.ts";
 import { createServiceContext } from "../functions/_shared/context.ts";
-import { openDatabase } from "../functions/_shared/db.ts";
+import { openDatabase } from "../server/database.ts";
 import { checkSiweMessage, verifySignature } from "../functions/_shared/siwe.ts";
 import { hashRefreshToken, newRefreshToken } from "../functions/_shared/refresh-tokens.ts";
 import { SECRET_TYPES } from "../functions/_shared/secret-types.ts";
@@ -41,7 +41,7 @@ const config = parseConfig(env);
 const db = await openDatabase(config.database);
 const context = createServiceContext(config, db, silent);
 const app = createLocalApp(context);
-const edge = atEdge(app.handler);
+const edge = atEdge(app.handler, config.clientIp);
 const origin = "http://127.0.0.1:54321";
 
 const LIST = `select secret_type, updated_at, hint from public.user_secrets

@@ -806,12 +806,13 @@ async function benchEngine(engine: BenchEngine, recoveryP50: number, result: Run
       // Reveal (issue 15 item 3): reported against the plain read floor too.
       if (measure === "reveal") {
         const plain = bare["ciphertext read"];
-        rows.push({
-          ...rows[rows.length - 1],
-          measure: `${labels.reveal}, against the plain read`,
+        result.rows.push({
+          ...result.rows[result.rows.length - 1],
+          id: `${engine.name}/reveal-vs-plain-read`,
+          measure: `${ROUTE_LABELS.reveal}, against the plain read`,
           baseline: FLOORS["ciphertext read"].label,
           baselineP50Ms: plain.loaded.p50Ms,
-          ratio: result.p50Ms / plain.loaded.p50Ms,
+          ratio: measured.p50Ms / plain.loaded.p50Ms,
           ratioAt1: single.reveal.p50Ms / plain.single.p50Ms,
         });
       }
