@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { inspect } from "node:util";
-import { freePort } from "./support/pg-cluster.ts";
+import { freePort } from "./support/ports.ts";
 import type { SecretType } from "../functions/_shared/secret-types.ts";
 import {
   createVaultServerClient,

@@ -8,7 +8,7 @@
  * What this does not reproduce: Supabase's own gateway (its JWT check, headers and limits), the
  * edge runtime's isolate recycling, wall-clock, CPU and memory limits.
  */
-import { freePort } from "./pg-cluster.ts";
+import { freePort, waitForPort } from "./ports.ts";
 
 export const FUNCTION_NAMES = ["wallet-proof", "user-secrets", "api"] as const;
 export type FunctionName = typeof FUNCTION_NAMES[number];
@@ -101,7 +101,9 @@ export async function startEdgeShape(options: EdgeOptions): Promise<EdgeShape> {
 
   try {
     await Promise.all(
-      Object.values(instances).flat().map((port) => waitForListener(port, () => output)),
+      Object.values(instances).flat().map((port) =>
+        waitForPort(port, () => `a function on port ${port} did not start:\n${output.slice(-2000)}`)
+      ),
     );
   } catch (error) {
     await stopAll();
@@ -144,21 +146,6 @@ export async function startEdgeShape(options: EdgeOptions): Promise<EdgeShape> {
       await stopAll();
     },
   };
-}
-
-async function waitForListener(port: number, log: () => string): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    try {
-      (await Deno.connect({ hostname: "127.0.0.1", port })).close();
-      return;
-    } catch {
-      if (Date.now() > deadline) {
-        throw new Error(`a function on port ${port} did not start:\n${log().slice(-2000)}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
 }
 
 /** A key shaped like Supabase's, for the environment Supabase provides. */

@@ -6,6 +6,7 @@
  * initdb refuses to run as root, so as root the server binaries run as the `postgres` user through
  * `runuser`. Where no server binaries exist, `findPostgresBinaries()` says why and tests skip.
  */
+import { freePort } from "./ports.ts";
 
 export interface PostgresBinaries {
   readonly dir: string;
@@ -98,14 +99,6 @@ export async function canFreeze(): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-/** A loopback port nobody listens on right now. */
-export function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr as Deno.NetAddr;
-  listener.close();
-  return port;
 }
 
 export interface PgCluster {

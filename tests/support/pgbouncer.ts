@@ -6,7 +6,7 @@
  * PgBouncer refuses to run as root: as root it runs as `postgres` through `runuser`. Where the
  * binary is missing, `findPgBouncer()` says so and tests skip with that message.
  */
-import { freePort } from "./pg-cluster.ts";
+import { freePort, waitForPort } from "./ports.ts";
 
 export interface PgBouncer {
   readonly port: number;
@@ -99,18 +99,11 @@ ignore_startup_parameters =
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   };
 
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    try {
-      (await Deno.connect({ hostname: "127.0.0.1", port })).close();
-      break;
-    } catch {
-      if (Date.now() > deadline) {
-        await stop();
-        throw new Error(`pgbouncer did not start: ${errors.slice(0, 500)}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+  try {
+    await waitForPort(port, () => `pgbouncer did not start: ${errors.slice(0, 500)}`, 10_000);
+  } catch (error) {
+    await stop();
+    throw error;
   }
   return {
     port,
