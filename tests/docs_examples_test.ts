@@ -96,6 +96,38 @@ Deno.test("docs/api.md lists every error code the service has, each with its sta
   );
 });
 
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
+function anchorOf(heading: string): string {
+  return heading.trim().toLowerCase().replace(/[^\p{L}\p{N}_\- ]/gu, "").replaceAll(" ", "-");
+}
+
+Deno.test("every relative link in the README, docs/ and bench/README.md reaches a file, and its anchor a heading there", async () => {
+  const files = [...FILES, "bench/README.md"];
+  const anchors = new Map<string, Set<string>>();
+  const texts = new Map<string, string>();
+  for (const file of files) {
+    const text = await Deno.readTextFile(new URL(file, ROOT));
+    texts.set(file, text);
+    const prose = text.replace(/```[\s\S]*?```/g, "");
+    anchors.set(file, new Set([...prose.matchAll(/^#+ (.*)$/gm)].map((m) => anchorOf(m[1]))));
+  }
+  const broken: string[] = [];
+  for (const [file, text] of texts) {
+    for (const [, link] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^[a-z]+:/.test(link)) continue;
+      const [path, anchor] = link.split("#");
+      const target = path === "" ? file : new URL(path, new URL(file, ROOT)).pathname
+        .slice(ROOT.pathname.length);
+      const exists = await Deno.stat(new URL(target, ROOT)).then(() => true, () => false);
+      if (!exists) broken.push(`${file}: ${link} (no such file)`);
+      else if (anchor && anchors.has(target) && !anchors.get(target)!.has(anchor)) {
+        broken.push(`${file}: ${link} (no such heading)`);
+      }
+    }
+  }
+  assert.deepEqual(broken, []);
+});
+
 /** The code → status table, wherever in functions/_shared/ it lives. */
 async function errorStatusTable(): Promise<Record<string, number>> {
   const found: URL[] = [];
