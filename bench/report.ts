@@ -1,8 +1,8 @@
 /**
  * `deno task bench:report`: the published performance tables, generated from a bench run
  * (bench/results/latest.json, or the file named as the first argument) and never edited by hand.
- * Writes bench/README.md whole and replaces what stands between `<!-- bench:start -->` and
- * `<!-- bench:end -->` in README.md, then runs `deno fmt` on both so `deno fmt --check` stays clean.
+ * Writes bench/README.md whole (the only place the tables are published; the README and
+ * docs/performance.md link to it), then runs `deno fmt` on it so `deno fmt --check` stays clean.
  */
 import { TARGETS } from "./targets.ts";
 
@@ -73,9 +73,6 @@ export interface BenchResults {
   };
   notes: string[];
 }
-
-export const START = "<!-- bench:start -->";
-export const END = "<!-- bench:end -->";
 
 /** A figure as `median (min–max)`, or the median alone after a single run. */
 function show(value: Spread | null, digits = 2, unit = ""): string {
@@ -149,8 +146,8 @@ function targetLines(results: BenchResults): string[] {
   return lines;
 }
 
-/** The generated body: the same in README.md (between the markers) and in bench/README.md. */
-export function render(results: BenchResults, headingLevel = 3): string {
+/** The generated tables of one bench run, their headings at `headingLevel`. */
+export function render(results: BenchResults, headingLevel = 2): string {
   const { meta, summary, notes } = results;
   const m = meta.machine;
   const h = "#".repeat(headingLevel);
@@ -321,53 +318,38 @@ export function renderProfile(profile: ProfileResults): string {
   return out.join("\n");
 }
 
-/** `text` with what stands between the markers replaced by `body`; throws without the markers. */
-export function replaceBetweenMarkers(text: string, body: string): string {
-  const start = text.indexOf(START);
-  const end = text.indexOf(END);
-  if (start === -1 || end === -1 || end < start) {
-    throw new Error(`the markers ${START} … ${END} are missing`);
-  }
-  return `${text.slice(0, start + START.length)}\n\n${body}\n\n${text.slice(end)}`;
+/** bench/README.md, whole: the run's tables, then the latest profile when there is one. */
+export function renderPage(results: BenchResults, profile: ProfileResults | null): string {
+  return [
+    "# Benchmark results",
+    "",
+    "The latest `deno task bench` run (`bench/results/latest.json`). How to run it, how to read it and",
+    "what the numbers led to: [docs/performance.md](../docs/performance.md).",
+    "",
+    render(results, 2),
+    ...(profile === null ? [] : ["", renderProfile(profile)]),
+    "",
+  ].join("\n");
 }
 
 if (import.meta.main) {
   const root = new URL("../", import.meta.url);
   const input = Deno.args[0] ?? Deno.env.get("BENCH_OUT") ?? "bench/results/latest.json";
   const results: BenchResults = JSON.parse(await Deno.readTextFile(new URL(input, root)));
-  const readmePath = new URL("README.md", root);
   const benchReadmePath = new URL("bench/README.md", root);
-  await Deno.writeTextFile(
-    readmePath,
-    replaceBetweenMarkers(await Deno.readTextFile(readmePath), render(results, 3)),
-  );
   // The latest layer-by-layer profile (deno task bench:profile), when there is one.
-  let profileSection = "";
+  let profile: ProfileResults | null = null;
   try {
-    const profile: ProfileResults = JSON.parse(
-      await Deno.readTextFile(new URL("bench/results/profile.json", root)),
-    );
-    profileSection = `\n${renderProfile(profile)}\n`;
+    profile = JSON.parse(await Deno.readTextFile(new URL("bench/results/profile.json", root)));
   } catch (error) {
     if (!(error instanceof Deno.errors.NotFound)) throw error;
   }
-  await Deno.writeTextFile(
-    benchReadmePath,
-    [
-      "# Benchmark results",
-      "",
-      "The latest `deno task bench` run (`bench/results/latest.json`); how to run it and how to read",
-      "it: the README's Performance section.",
-      "",
-      render(results, 2),
-      profileSection,
-    ].join("\n"),
-  );
+  await Deno.writeTextFile(benchReadmePath, renderPage(results, profile));
   const fmt = await new Deno.Command(Deno.execPath(), {
-    args: ["fmt", "--quiet", readmePath.pathname, benchReadmePath.pathname],
+    args: ["fmt", "--quiet", benchReadmePath.pathname],
     stdout: "inherit",
     stderr: "inherit",
   }).output();
   if (!fmt.success) throw new Error("deno fmt failed on the generated tables");
-  console.error(`wrote README.md (between the bench markers) and bench/README.md from ${input}`);
+  console.error(`wrote bench/README.md from ${input}`);
 }

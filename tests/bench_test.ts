@@ -1,12 +1,13 @@
 /**
  * The bench's honesty: a server it starts sees only the environment meant for it (a DATABASE_URL
  * in the bench's own environment must not turn the PGlite server into a Postgres one), a server on
- * the wrong engine is caught before it is measured, and the published tables are generated between
- * their markers from a results file, with medians, spreads and missed targets as the file says.
+ * the wrong engine is caught before it is measured, and the published tables (bench/README.md, the
+ * only place they appear) are generated from a results file, with medians, spreads and missed
+ * targets as the file says.
  */
 import assert from "node:assert/strict";
-import { END, render, renderProfile, replaceBetweenMarkers, START } from "../bench/report.ts";
-import type { BenchResults, Spread } from "../bench/report.ts";
+import { render, renderPage, renderProfile } from "../bench/report.ts";
+import type { BenchResults, ProfileResults, Spread } from "../bench/report.ts";
 import {
   assertStorage,
   childEnv,
@@ -148,12 +149,33 @@ Deno.test("a target is met by the median ratio, and a miss or a row with errors 
   assert.match(failing, /\*\*no\*\* \(errors\)/);
 });
 
-Deno.test("the tables replace only what stands between the markers, and markers are required", () => {
-  const readme = `# Title\n\nbefore\n\n${START}\nold table\n${END}\n\nafter\n`;
-  const updated = replaceBetweenMarkers(readme, "new table");
-  assert.equal(updated, `# Title\n\nbefore\n\n${START}\n\nnew table\n\n${END}\n\nafter\n`);
-  assert.equal(replaceBetweenMarkers(updated, "new table"), updated);
-  assert.throws(() => replaceBetweenMarkers("# no markers\n", "x"), /markers/);
+Deno.test("bench/README.md is the run's tables under its own title, with the profile only when there is one", () => {
+  const profile: ProfileResults = {
+    date: "2026-01-02T03:04:05.000Z",
+    deno: "2.9.6",
+    rounds: 1,
+    calls: 10,
+    results: { "GET /api/secrets": [{ name: "bare query", us: 200 }] },
+  };
+  const page = renderPage(results(s(1.34, 1.2, 1.51)), null);
+  assert.match(page, /^# Benchmark results\n/);
+  assert.match(page, /\(\.\.\/docs\/performance\.md\)/);
+  assert.match(page, /\n## Against the targets\n/);
+  assert.match(page, /\n## Routes and floors: postgres/);
+  assert.ok(page.includes(render(results(s(1.34, 1.2, 1.51)), 2)));
+  assert.doesNotMatch(page, /Where one request's time goes/);
+  const withProfile = renderPage(results(s(1.34, 1.2, 1.51)), profile);
+  assert.match(
+    withProfile,
+    /\n## Where one request's time goes[^\n]*\n[\s\S]*\| bare query \| 200 \|/,
+  );
+  assert.ok(withProfile.endsWith("\n"));
+});
+
+Deno.test("the README carries no generated performance tables: they live in bench/README.md only", async () => {
+  const readme = await Deno.readTextFile(new URL("../README.md", import.meta.url));
+  assert.doesNotMatch(readme, /bench:start|Against the targets|Routes and floors/);
+  assert.match(readme, /\(bench\/README\.md\)/);
 });
 
 Deno.test("the profile section names its run and lists each route's layers with their medians", () => {

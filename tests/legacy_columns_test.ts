@@ -111,6 +111,6 @@ Deno.test("no runtime code reads a legacy profiles.*_api_key column", async () =
     reads.map((read) => `${read.file}:${read.line}: ${read.snippet}`),
     [],
     "Provider keys come from the vault (sdk/server.ts), never from " +
-      "profiles columns; see the README's legacy-columns note for moving old values over.",
+      "profiles columns; see docs/live-run.md (legacy per-profile columns) for moving old values over.",
   );
 });

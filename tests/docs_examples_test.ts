@@ -1,0 +1,437 @@
+/**
+ * The docs cannot go stale: every shell or TypeScript block in README.md and docs/ says whether it
+ * runs (```sh test, ```ts test[=id]) or not (```sh no-test, for what only runs deployed or changes
+ * the machine). Each `test` block runs against the local app served on a real port, for a freshly
+ * signed-in creator: curl commands through bash (the documented URL swapped for the server's), each
+ * checked against its answer comment (`# 200 {…}`, or the JSON block after it); TypeScript blocks
+ * as their own `deno run` process. docs/api.md's error table must list every code with its status.
+ */
+import assert from "node:assert/strict";
+import { atEdge, LOCAL_ANON_KEY } from "../server/app.ts";
+import { bearer, newWallet, signIn, type TestApp } from "./support/app.ts";
+import { describeWithDatabase } from "./support/suite.ts";
+
+const ROOT = new URL("../", import.meta.url);
+const DOCUMENTED_BASE = "http://127.0.0.1:54321";
+const CURL = "/usr/bin/curl";
+
+interface Block {
+  file: string;
+  line: number;
+  lang: string;
+  marker: string | null;
+  id: string | null;
+  code: string;
+  /** The ```json block right after this one, when there is one. */
+  jsonAfter: string | null;
+}
+
+async function docFiles(): Promise<string[]> {
+  const files = ["README.md"];
+  for await (const entry of Deno.readDir(new URL("docs/", ROOT))) {
+    if (entry.isFile && entry.name.endsWith(".md")) files.push(`docs/${entry.name}`);
+  }
+  return files.sort();
+}
+
+function parseBlocks(file: string, text: string): Block[] {
+  const lines = text.split("\n");
+  const blocks: Block[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const open = lines[i].match(/^(\s*)```(\S*)\s*(.*)$/);
+    if (!open) continue;
+    const [, indent, lang, info] = open;
+    const body: string[] = [];
+    let j = i + 1;
+    for (; j < lines.length && lines[j].trim() !== "```"; j++) {
+      body.push(lines[j].slice(indent.length));
+    }
+    const words = info.trim().split(/\s+/).filter(Boolean);
+    const marker = words.find((w) => w === "no-test" || w === "test" || w.startsWith("test=")) ??
+      null;
+    blocks.push({
+      file,
+      line: i + 1,
+      lang,
+      marker: marker === null ? null : marker.startsWith("test") ? "test" : "no-test",
+      id: marker?.startsWith("test=") ? marker.slice(5) : null,
+      code: body.join("\n"),
+      jsonAfter: null,
+    });
+    if (lang === "json" && blocks.length > 1) {
+      const previous = blocks[blocks.length - 2];
+      const between = lines.slice(previous.line, i).join("\n");
+      // Only prose-free adjacency: the json block follows the previous block's closing fence.
+      if (/^[\s\S]*```\s*$/.test(between.trimEnd())) previous.jsonAfter = body.join("\n");
+    }
+    i = j;
+  }
+  return blocks;
+}
+
+const FILES = await docFiles();
+const BLOCKS = (await Promise.all(
+  FILES.map(async (file) => parseBlocks(file, await Deno.readTextFile(new URL(file, ROOT)))),
+)).flat();
+const RUNNABLE_LANGS = new Set(["sh", "bash", "shell", "ts", "typescript"]);
+const TESTED = BLOCKS.filter((b) => RUNNABLE_LANGS.has(b.lang) && b.marker === "test");
+
+Deno.test("every shell and TypeScript block in the README and docs/ says whether the docs test runs it", () => {
+  const unmarked = BLOCKS.filter((b) => RUNNABLE_LANGS.has(b.lang) && b.marker === null)
+    .map((b) => `${b.file}:${b.line}`);
+  assert.deepEqual(unmarked, [], "mark each block `test` or `no-test` after its language");
+  // The walk must have found the examples, or this file would pass on nothing.
+  assert.ok(TESTED.length >= 12, `only ${TESTED.length} runnable blocks found`);
+});
+
+Deno.test("docs/api.md lists every error code the service has, each with its status, and no other", async () => {
+  const table = await errorStatusTable();
+  const api = await Deno.readTextFile(new URL("docs/api.md", ROOT));
+  const documented = new Map(
+    [...api.matchAll(/^\| (\d{3})\s+\| `([a-z_]+)`\s+\|/gm)].map((m) => [m[2], Number(m[1])]),
+  );
+  assert.deepEqual(
+    Object.fromEntries([...documented].sort()),
+    Object.fromEntries(Object.entries(table).sort()),
+  );
+});
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
+function anchorOf(heading: string): string {
+  return heading.trim().toLowerCase().replace(/[^\p{L}\p{N}_\- ]/gu, "").replaceAll(" ", "-");
+}
+
+Deno.test("every relative link in the README, docs/ and bench/README.md reaches a file, and its anchor a heading there", async () => {
+  const files = [...FILES, "bench/README.md"];
+  const anchors = new Map<string, Set<string>>();
+  const texts = new Map<string, string>();
+  for (const file of files) {
+    const text = await Deno.readTextFile(new URL(file, ROOT));
+    texts.set(file, text);
+    const prose = text.replace(/```[\s\S]*?```/g, "");
+    anchors.set(file, new Set([...prose.matchAll(/^#+ (.*)$/gm)].map((m) => anchorOf(m[1]))));
+  }
+  const broken: string[] = [];
+  for (const [file, text] of texts) {
+    for (const [, link] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^[a-z]+:/.test(link)) continue;
+      const [path, anchor] = link.split("#");
+      const target = path === "" ? file : new URL(path, new URL(file, ROOT)).pathname
+        .slice(ROOT.pathname.length);
+      const exists = await Deno.stat(new URL(target, ROOT)).then(() => true, () => false);
+      if (!exists) broken.push(`${file}: ${link} (no such file)`);
+      else if (anchor && anchors.has(target) && !anchors.get(target)!.has(anchor)) {
+        broken.push(`${file}: ${link} (no such heading)`);
+      }
+    }
+  }
+  assert.deepEqual(broken, []);
+});
+
+/** The code → status table, wherever in functions/_shared/ it lives. */
+async function errorStatusTable(): Promise<Record<string, number>> {
+  const found: URL[] = [];
+  const walk = async (dir: URL) => {
+    for await (const entry of Deno.readDir(dir)) {
+      const url = new URL(entry.name + (entry.isDirectory ? "/" : ""), dir);
+      if (entry.isDirectory) await walk(url);
+      else if (entry.name.endsWith(".ts")) {
+        if ((await Deno.readTextFile(url)).includes("export const ERROR_STATUS")) found.push(url);
+      }
+    }
+  };
+  await walk(new URL("functions/_shared/", ROOT));
+  assert.equal(found.length, 1, "exactly one module defines ERROR_STATUS");
+  return (await import(found[0].href)).ERROR_STATUS;
+}
+
+// ---- running the examples ----
+
+const REVEAL_TOKEN = `docs-test-reveal-${crypto.randomUUID()}`;
+const PROVIDER_B_VALUE = `sk-docs-provider-b-${crypto.randomUUID()}`;
+
+interface Creator {
+  env: Record<string, string>;
+}
+
+/** A fresh creator with two sessions, two stored secrets, and a signed proof ready to send. */
+async function newCreator(app: TestApp, base: string): Promise<Creator> {
+  const account = newWallet();
+  const first = await signIn(app, account);
+  const other = await signIn(app, account);
+  for (
+    const [secretType, value] of [["provider_a_org_id", "org-docs"], [
+      "provider_b_key",
+      PROVIDER_B_VALUE,
+    ]]
+  ) {
+    const response = await app.fetch("/api/secrets", {
+      method: "PUT",
+      headers: bearer(first.accessToken, { "content-type": "application/json" }),
+      body: JSON.stringify({ secretType, value }),
+    });
+    assert.equal(response.status, 200, await response.text());
+  }
+  const nonce = await app.fetch("/api/auth/nonce", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ address: account.address }),
+  });
+  const { message } = await nonce.json();
+  const proof = JSON.stringify({ message, signature: await account.signMessage({ message }) });
+  return {
+    env: {
+      BASE: base,
+      TOKEN: first.accessToken,
+      ACCESS_TOKEN: first.accessToken,
+      REFRESH_TOKEN: first.refreshToken,
+      OTHER_DEVICE_TOKEN: other.accessToken,
+      SERVER_REVEAL_TOKEN: REVEAL_TOKEN,
+      PROOF: proof,
+      ANON_KEY: LOCAL_ANON_KEY,
+      PROVIDER_B_VALUE,
+    },
+  };
+}
+
+interface Command {
+  text: string;
+  answer: string | null;
+}
+
+/** A shell block as commands (backslash continuations joined), each with its answer comment. */
+function commands(code: string): Command[] {
+  const out: Command[] = [];
+  let pending = "";
+  for (const line of code.split("\n")) {
+    if (pending === "" && line.trimStart().startsWith("#")) {
+      const last = out[out.length - 1];
+      assert.ok(last, `an answer comment before any command: ${line}`);
+      last.answer = `${last.answer ?? ""}${line.replace(/^\s*#\s?/, "")}\n`;
+      continue;
+    }
+    if (line.trim() === "" && pending === "") continue;
+    pending += line.endsWith("\\") ? `${line.slice(0, -1)} ` : line;
+    if (!line.endsWith("\\")) {
+      out.push({ text: pending, answer: null });
+      pending = "";
+    }
+  }
+  return out;
+}
+
+interface Expected {
+  status: number;
+  text: string;
+  exact: boolean;
+}
+
+function expectation(command: Command, jsonAfter: string | null, last: boolean): Expected | null {
+  if (command.answer !== null) {
+    const answer = command.answer.trim();
+    const http = answer.match(/^HTTP\/[\d.]+ (\d{3})/);
+    if (http) return { status: Number(http[1]), text: "", exact: false };
+    const coded = answer.match(/^(\d{3})\s+([\s\S]*)$/);
+    if (coded) return { status: Number(coded[1]), text: coded[2], exact: false };
+    return { status: 200, text: answer, exact: false };
+  }
+  if (last && jsonAfter !== null) return { status: 200, text: jsonAfter, exact: true };
+  return null;
+}
+
+function keysOf(value: unknown, into = new Set<string>()): Set<string> {
+  if (Array.isArray(value)) value.forEach((v) => keysOf(v, into));
+  else if (value !== null && typeof value === "object") {
+    for (const [key, inner] of Object.entries(value)) {
+      into.add(key);
+      keysOf(inner, into);
+    }
+  }
+  return into;
+}
+
+function checkAnswer(where: string, expected: Expected, status: number, body: string): void {
+  assert.equal(status, expected.status, `${where}: status ${status}, body ${body}`);
+  if (expected.text.trim() === "") return;
+  const actual = JSON.parse(body);
+  const actualKeys = keysOf(actual);
+  const named = [...expected.text.matchAll(/"([A-Za-z_][A-Za-z0-9_]*)"\s*:/g)].map((m) => m[1]);
+  assert.ok(named.length > 0, `${where}: the answer comment names no field`);
+  assert.deepEqual(named.filter((key) => !actualKeys.has(key)), [], `${where}: ${body}`);
+  const code = expected.text.match(/"code"\s*:\s*"([a-z_]+)"/);
+  if (code) assert.equal(actual.error?.code, code[1], `${where}: ${body}`);
+  if (expected.exact) {
+    assert.deepEqual(
+      Object.keys(actual).sort(),
+      Object.keys(JSON.parse(expected.text)).sort(),
+      `${where}: ${body}`,
+    );
+  }
+}
+
+async function runShell(block: Block, base: string, env: Record<string, string>): Promise<void> {
+  const list = commands(block.code);
+  assert.ok(list.length > 0, `${block.file}:${block.line}: no command`);
+  const dir = await Deno.makeTempDir({ prefix: "docs-example-" });
+  try {
+    for (const [index, command] of list.entries()) {
+      const where = `${block.file}:${block.line} command ${index + 1}`;
+      const script = [
+        "set -euo pipefail",
+        `curl() { ${CURL} -sS -D "$HEADERS_FILE" "$@"; }`,
+        command.text.replaceAll(DOCUMENTED_BASE, base),
+      ].join("\n");
+      const headersFile = `${dir}/headers-${index}`;
+      const result = await new Deno.Command("bash", {
+        args: ["-c", script],
+        env: { ...env, HEADERS_FILE: headersFile },
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const stdout = new TextDecoder().decode(result.stdout);
+      assert.equal(result.code, 0, `${where}: ${new TextDecoder().decode(result.stderr)}`);
+      const statuses = [
+        ...(await Deno.readTextFile(headersFile)).matchAll(/^HTTP\/[\d.]+ (\d{3})/gm),
+      ];
+      const status = Number(statuses[statuses.length - 1][1]);
+      const body = stdout.startsWith("HTTP/")
+        ? stdout.slice(stdout.indexOf("\r\n\r\n") + 4)
+        : stdout;
+      const expected = expectation(command, block.jsonAfter, index === list.length - 1);
+      if (expected === null) {
+        assert.ok(status >= 200 && status < 300, `${where}: status ${status}, body ${body}`);
+      } else checkAnswer(where, expected, status, body);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** What each named TypeScript block needs around it to run and report its result. */
+const DRIVERS: Record<string, { before?: string; after: string }> = {
+  "live-run-step": {
+    after: `
+const step = await credentialsForVideo(Deno.env.get("TOKEN")!);
+if ("error" in step) throw new Error(step.error.code);
+console.log(JSON.stringify({
+  provider: step.provider,
+  matches: step.get("provider_b_key") === Deno.env.get("PROVIDER_B_VALUE"),
+}));`,
+  },
+  "supabase-js": {
+    before: `import { createClient } from "@supabase/supabase-js";
+const SUPABASE_URL = Deno.env.get("BASE")!;
+const SUPABASE_ANON_KEY = Deno.env.get("ANON_KEY")!;
+const session = { accessToken: Deno.env.get("TOKEN")! };
+const secretType = "provider_c_key";
+const value = "sk-docs-provider-c-0123";
+`,
+    after:
+      `console.log(JSON.stringify(data.secrets.map((s: { secretType: string }) => s.secretType)));`,
+  },
+  "legacy-move": {
+    after: `
+await moveLegacyKeys(Deno.env.get("PROFILE_ID")!, Deno.env.get("TOKEN")!);
+await sql.end();
+console.log("moved");`,
+  },
+};
+
+async function runTypeScript(
+  block: Block,
+  base: string,
+  env: Record<string, string>,
+): Promise<string> {
+  const driver = block.id === null ? { after: "" } : DRIVERS[block.id];
+  assert.ok(driver, `${block.file}:${block.line}: no driver for test=${block.id}`);
+  const dir = new URL(".local/docs-examples/", ROOT);
+  await Deno.mkdir(dir, { recursive: true });
+  const file = new URL(`example-${crypto.randomUUID()}.ts`, dir);
+  const code = block.code.replaceAll(DOCUMENTED_BASE, base).replaceAll('from "./', 'from "../../');
+  await Deno.writeTextFile(file, `${driver.before ?? ""}${code}\n${driver.after}\n`);
+  try {
+    const result = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "--quiet", "-A", file.pathname],
+      cwd: ROOT.pathname,
+      env,
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const stdout = new TextDecoder().decode(result.stdout);
+    const stderr = new TextDecoder().decode(result.stderr);
+    assert.equal(result.code, 0, `${block.file}:${block.line}: ${stdout}\n${stderr}`);
+    return stdout;
+  } finally {
+    await Deno.remove(file);
+  }
+}
+
+async function runBlock(app: TestApp, block: Block): Promise<void> {
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    atEdge(app.app.handler, app.config.clientIp),
+  );
+  const base = `http://127.0.0.1:${server.addr.port}`;
+  const { env } = await newCreator(app, base);
+  if (block.lang === "sh" || block.lang === "bash" || block.lang === "shell") {
+    return await runShell(block, base, env);
+  }
+  if (block.id === "legacy-move") {
+    if (app.database.url === null) {
+      console.log(
+        `${block.file}:${block.line}: runs on Postgres only (postgres.js); skipped on PGlite`,
+      );
+      return;
+    }
+    const db = app.database.db;
+    await db.query(
+      "create table if not exists public.profiles (id uuid primary key, vendor_a_api_key text, vendor_b_api_key text)",
+    );
+    const profileId = crypto.randomUUID();
+    const legacyA = `sk-legacy-a-${crypto.randomUUID()}`;
+    await db.query("insert into public.profiles values ($1, $2, null)", [profileId, legacyA]);
+    const out = await runTypeScript(block, base, {
+      ...env,
+      DATABASE_URL: app.database.url,
+      PROFILE_ID: profileId,
+    });
+    assert.match(out, /moved/);
+    const reveal = await app.fetch("/api/secrets/reveal", {
+      method: "POST",
+      headers: bearer(env.TOKEN, {
+        "x-service-server-secret": REVEAL_TOKEN,
+        "content-type": "application/json",
+      }),
+      body: JSON.stringify({ secretTypes: ["provider_a_api_key"] }),
+    });
+    const { secrets } = await reveal.json();
+    assert.deepEqual(secrets.map((s: { value: string }) => s.value), [legacyA]);
+    const [row] = await db.query<{ a: string | null }>(
+      "select vendor_a_api_key as a from public.profiles where id = $1",
+      [profileId],
+    );
+    assert.equal(row.a, null);
+    return;
+  }
+  const out = await runTypeScript(block, base, env);
+  if (block.id === "live-run-step") {
+    assert.deepEqual(JSON.parse(out.trim()), { provider: "provider_b", matches: true });
+  } else if (block.id === "supabase-js") {
+    assert.ok(JSON.parse(out.trim()).includes("provider_c_key"), out);
+  } else {
+    // The full sign-in: signed in, listed the vault, refreshed and signed out without an error.
+    assert.match(out, /signed in as [0-9a-f-]{36} 0x[0-9a-fA-F]{40}/);
+    assert.match(out, /vault: \[\]/);
+  }
+}
+
+describeWithDatabase(
+  "the docs' examples run against the local server and answer as documented",
+  Object.fromEntries(
+    TESTED.map((block) => [
+      `${block.file}:${block.line} (${block.lang}${block.id ? ` ${block.id}` : ""})`,
+      (app: TestApp) => runBlock(app, block),
+    ]),
+  ),
+  { SERVER_REVEAL_TOKEN: REVEAL_TOKEN },
+);
