@@ -6,7 +6,7 @@ import type {
   Queryable,
   Row,
   Statement,
-} from "../functions/_shared/db.ts";
+} from "../functions/_shared/db/db.ts";
 
 type PgliteSettings = Extract<DatabaseSettings, { engine: "pglite" }>;
 

@@ -3,7 +3,7 @@
  * CORS that never admits the reveal header, and no internals in any response.
  */
 import assert from "node:assert/strict";
-import { ServiceError } from "../functions/_shared/errors.ts";
+import { ServiceError } from "../functions/_shared/http/errors.ts";
 import {
   CORS_ALLOWED_HEADERS,
   json,
@@ -12,8 +12,8 @@ import {
   readJson,
   router,
   serve,
-} from "../functions/_shared/http.ts";
-import { silentLogger } from "../functions/_shared/log.ts";
+} from "../functions/_shared/http/http.ts";
+import { silentLogger } from "../functions/_shared/http/log.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 
 async function expectError(response: Response, status: number, code: string) {

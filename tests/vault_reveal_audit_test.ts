@@ -6,8 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { createServiceContext } from "../functions/_shared/context.ts";
-import type { Database } from "../functions/_shared/db.ts";
-import { silentLogger } from "../functions/_shared/log.ts";
+import type { Database } from "../functions/_shared/db/db.ts";
+import { silentLogger } from "../functions/_shared/http/log.ts";
 import { createLocalApp } from "../server/app.ts";
 import { bearer, signIn, TEST_ORIGIN, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";

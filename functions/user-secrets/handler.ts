@@ -7,11 +7,11 @@
  * (vault-store.ts): `authenticated` itself can write nothing.
  */
 import type { ServiceContext } from "../_shared/context.ts";
-import { ServiceError } from "../_shared/errors.ts";
-import { type Handler, json, readJson, router, sessionBearer } from "../_shared/http.ts";
-import { providerReadiness } from "../_shared/provider-routing.ts";
-import { SECRET_TYPES, type SecretType } from "../_shared/secret-types.ts";
-import { queryAsLiveSession, type VerifiedSession } from "../_shared/session-tokens.ts";
+import { ServiceError } from "../_shared/http/errors.ts";
+import { type Handler, json, readJson, router, sessionBearer } from "../_shared/http/http.ts";
+import { providerReadiness } from "../_shared/vault/provider-routing.ts";
+import { SECRET_TYPES, type SecretType } from "../_shared/vault/secret-types.ts";
+import { queryAsLiveSession, type VerifiedSession } from "../_shared/auth/session-tokens.ts";
 import { hintFor, parseDeleteRequest, parsePutRequest, parseRevealRequest } from "./requests.ts";
 import { createRevealTokenCheck, revealTokenBucket } from "./reveal-token.ts";
 import {

@@ -4,8 +4,8 @@
  * fields by mistake must not see the key echoed back.
  */
 import { z } from "zod";
-import { ServiceError } from "../_shared/errors.ts";
-import { SECRET_TYPES, type SecretType } from "../_shared/secret-types.ts";
+import { ServiceError } from "../_shared/http/errors.ts";
+import { SECRET_TYPES, type SecretType } from "../_shared/vault/secret-types.ts";
 
 export const MAX_VALUE_CHARACTERS = 4096;
 /** Values at least this long get a hint: "…" and their last four characters. */

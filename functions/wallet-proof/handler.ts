@@ -5,9 +5,9 @@
 import { setImmediate } from "node:timers";
 import { z } from "zod";
 import type { ServiceContext } from "../_shared/context.ts";
-import { MAX_CONTRACT_SIGNATURE_BYTES } from "../_shared/contract-signatures.ts";
-import { checksumAddress } from "../_shared/eth.ts";
-import { ServiceError } from "../_shared/errors.ts";
+import { MAX_CONTRACT_SIGNATURE_BYTES } from "../_shared/chain/contract-signatures.ts";
+import { checksumAddress } from "../_shared/auth/eth.ts";
+import { ServiceError } from "../_shared/http/errors.ts";
 import {
   type Handler,
   json,
@@ -15,15 +15,15 @@ import {
   readJson,
   router,
   sessionBearer,
-} from "../_shared/http.ts";
+} from "../_shared/http/http.ts";
 import {
   clientIp,
   enforceRateLimit,
   RATE_LIMIT_WINDOW_SECONDS,
   rateLimited,
-} from "../_shared/rate-limit.ts";
-import { hashRefreshToken, newRefreshToken } from "../_shared/refresh-tokens.ts";
-import { describeIssue } from "../_shared/request-issues.ts";
+} from "../_shared/auth/rate-limit.ts";
+import { hashRefreshToken, newRefreshToken } from "../_shared/auth/refresh-tokens.ts";
+import { describeIssue } from "../_shared/http/request-issues.ts";
 import {
   buildSiweMessage,
   checkSiweMessage,
@@ -32,7 +32,7 @@ import {
   type SiweFields,
   toStatement,
   verifySignature,
-} from "../_shared/siwe.ts";
+} from "../_shared/auth/siwe.ts";
 import { createContractProofCheck, nonceRefusal } from "./contract-proof.ts";
 
 export const FUNCTION_NAME = "wallet-proof";

@@ -5,10 +5,10 @@
  *
  * updated_at is left as it is; the audit trigger records such an update as 'rotate', not 'put'.
  */
-import type { Database, Queryable } from "../../functions/_shared/db.ts";
-import { ServiceError } from "../../functions/_shared/errors.ts";
-import type { SecretType } from "../../functions/_shared/secret-types.ts";
-import type { Keyring } from "../../functions/_shared/vault-crypto.ts";
+import type { Database, Queryable } from "../../functions/_shared/db/db.ts";
+import { ServiceError } from "../../functions/_shared/http/errors.ts";
+import type { SecretType } from "../../functions/_shared/vault/secret-types.ts";
+import type { Keyring } from "../../functions/_shared/vault/vault-crypto.ts";
 
 export const DEFAULT_BATCH_SIZE = 100;
 

@@ -2,9 +2,9 @@
  * Fixed-window rate limits kept in Postgres, so every function instance counts against the same
  * window. One upsert per check (`public.hit_rate_limit`, which sign-in also calls in SQL).
  */
-import { type ClientIpSource, FORWARDED_FOR } from "./config.ts";
-import type { Queryable } from "./db.ts";
-import { ServiceError } from "./errors.ts";
+import { type ClientIpSource, FORWARDED_FOR } from "../config/config.ts";
+import type { Queryable } from "../db/db.ts";
+import { ServiceError } from "../http/errors.ts";
 
 /** Every limit counts per minute. */
 export const RATE_LIMIT_WINDOW_SECONDS = 60;

@@ -4,8 +4,8 @@
  * imported once, as non-extractable CryptoKeys, and neither their bytes nor anything derived from
  * them ever leaves this module (not into SQL, logs or error messages).
  */
-import type { EncryptionKeySpec } from "./config.ts";
-import { ServiceError } from "./errors.ts";
+import type { EncryptionKeySpec } from "../config/config.ts";
+import { ServiceError } from "../http/errors.ts";
 import type { SecretType } from "./secret-types.ts";
 
 /** 96 bits: the IV size GCM is specified for; a fresh random one for every write. */
