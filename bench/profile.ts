@@ -21,7 +21,7 @@ import { checkSiweMessage, verifySignature } from "../functions/_shared/auth/siw
 import { hashRefreshToken, newRefreshToken } from "../functions/_shared/auth/refresh-tokens.ts";
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 import { queryAsLiveSession } from "../functions/_shared/auth/session-tokens.ts";
-import { json } from "../functions/_shared/http/http.ts";
+import { json } from "../functions/_shared/http/responses.ts";
 import { providerReadiness } from "../functions/_shared/vault/provider-routing.ts";
 import { atEdge, createLocalApp } from "../server/app.ts";
 import { createDatabase, findPostgres, newAccount, serverEnv } from "./support.ts";

@@ -21,7 +21,7 @@
  * internal port (bypassing the limits) maps to nothing and is answered 421.
  */
 import { ServiceError } from "../functions/_shared/http/errors.ts";
-import { errorResponse } from "../functions/_shared/http/http.ts";
+import { errorResponse } from "../functions/_shared/http/responses.ts";
 import { addrKey, Tunnel } from "./tunnel.ts";
 
 export interface ConnectionLimits {

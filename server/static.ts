@@ -14,7 +14,7 @@
  */
 import * as nodeModule from "node:module";
 import { ServiceError } from "../functions/_shared/http/errors.ts";
-import type { Handler } from "../functions/_shared/http/http.ts";
+import type { Handler } from "../functions/_shared/http/router.ts";
 import {
   PROVIDER_IDS,
   PROVIDERS,

@@ -16,7 +16,7 @@ import { SignJWT } from "jose";
 import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { generatePrivateKey } from "viem/accounts";
 import { ERROR_STATUS } from "../functions/_shared/http/errors.ts";
-import { MAX_BODY_BYTES } from "../functions/_shared/http/http.ts";
+import { MAX_BODY_BYTES } from "../functions/_shared/http/bodies.ts";
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 import { isStaticPath, STATIC_ASSETS } from "../server/static.ts";
 import { atEdge } from "../server/app.ts";

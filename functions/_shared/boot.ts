@@ -7,7 +7,9 @@ import { ConfigError, FUNCTION_DEFAULTS, parseConfig } from "./config/config.ts"
 import { createServiceContext, type ServiceContext } from "./context.ts";
 import { openPostgres } from "./db/postgres.ts";
 import { ServiceError } from "./http/errors.ts";
-import { errorResponse, type Handler, serve } from "./http/http.ts";
+import { errorResponse } from "./http/responses.ts";
+import { type Handler } from "./http/router.ts";
+import { serve } from "./http/serve.ts";
 import { consoleLogger } from "./http/log.ts";
 
 export function bootFunction(create: (context: ServiceContext) => Handler): Handler {

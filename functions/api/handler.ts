@@ -5,13 +5,8 @@
  */
 import type { ServiceContext } from "../_shared/context.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
-import {
-  type Handler,
-  MAX_BODY_BYTES,
-  MAX_PROOF_BODY_BYTES,
-  readBody,
-  subpath,
-} from "../_shared/http/http.ts";
+import { MAX_BODY_BYTES, MAX_PROOF_BODY_BYTES, readBody } from "../_shared/http/bodies.ts";
+import { type Handler, subpath } from "../_shared/http/router.ts";
 import { createUserSecretsHandler } from "../user-secrets/handler.ts";
 import { createWalletProofHandler } from "../wallet-proof/handler.ts";
 

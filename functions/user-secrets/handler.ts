@@ -8,7 +8,9 @@
  */
 import type { ServiceContext } from "../_shared/context.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
-import { type Handler, json, readJson, router, sessionBearer } from "../_shared/http/http.ts";
+import { readJson, sessionBearer } from "../_shared/http/bodies.ts";
+import { json } from "../_shared/http/responses.ts";
+import { type Handler, router } from "../_shared/http/router.ts";
 import { providerReadiness } from "../_shared/vault/provider-routing.ts";
 import { SECRET_TYPES, type SecretType } from "../_shared/vault/secret-types.ts";
 import { queryAsLiveSession, type VerifiedSession } from "../_shared/auth/session-tokens.ts";

@@ -8,14 +8,9 @@ import type { ServiceContext } from "../_shared/context.ts";
 import { MAX_CONTRACT_SIGNATURE_BYTES } from "../_shared/chain/contract-signatures.ts";
 import { checksumAddress } from "../_shared/auth/eth.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
-import {
-  type Handler,
-  json,
-  MAX_PROOF_BODY_BYTES,
-  readJson,
-  router,
-  sessionBearer,
-} from "../_shared/http/http.ts";
+import { MAX_PROOF_BODY_BYTES, readJson, sessionBearer } from "../_shared/http/bodies.ts";
+import { json } from "../_shared/http/responses.ts";
+import { type Handler, router } from "../_shared/http/router.ts";
 import {
   clientIp,
   enforceRateLimit,
