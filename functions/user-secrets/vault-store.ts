@@ -4,6 +4,7 @@
  * against its limits and does the work, all in one statement, so one round trip and one
  * transaction. Only the service's own connection may execute them; `authenticated` writes nothing.
  */
+import type { AppConfig } from "../_shared/config/config.ts";
 import type { Queryable } from "../_shared/db/db.ts";
 import { rateLimited } from "../_shared/auth/rate-limit.ts";
 import type { SecretType } from "../_shared/vault/secret-types.ts";
@@ -20,6 +21,14 @@ export interface VaultLimits {
   readonly revealsPerMinute: number;
   /** Reveals per server token, all creators together. */
   readonly revealsPerTokenPerMinute: number;
+}
+
+export function vaultLimits(rateLimits: AppConfig["rateLimits"]): VaultLimits {
+  return {
+    writesPerMinute: rateLimits.vaultWritesPerMinute,
+    revealsPerMinute: rateLimits.revealsPerMinute,
+    revealsPerTokenPerMinute: rateLimits.revealsPerTokenPerMinute,
+  };
 }
 
 export type StoredRow = {

@@ -91,3 +91,12 @@ export function sessionBearer(request: Request, publicApiKeys: readonly string[]
   const token = bearerToken(request);
   return token !== null && publicApiKeys.includes(token) ? null : token;
 }
+
+/** sessionBearer for a route that needs a session: none is refused with missing_token. */
+export function requireSessionToken(request: Request, publicApiKeys: readonly string[]): string {
+  const token = sessionBearer(request, publicApiKeys);
+  if (token === null) {
+    throw new ServiceError("missing_token", "Send Authorization: Bearer <token>.");
+  }
+  return token;
+}
