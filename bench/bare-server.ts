@@ -12,9 +12,9 @@
  *                                    the least an audited reveal can do
  *   PUT  /?user=<uuid>&type=<type>   write: one upsert of a ciphertext row (what PUT writes)
  */
-import { parseConfig } from "../functions/_shared/config.ts";
+import { parseConfig } from "../functions/_shared/config/config.ts";
 import { openDatabase } from "../server/database.ts";
-import { SECRET_TYPES } from "../functions/_shared/secret-types.ts";
+import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 
 const config = parseConfig(Deno.env.toObject());
 const db = await openDatabase(config.database);

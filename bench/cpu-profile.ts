@@ -13,7 +13,7 @@
  * Knobs: PROFILE_REQUESTS per route (2000). Writes bench/results/cpu-<route>.cpuprofile (open in
  * Chrome DevTools) and prints the top entries.
  */
-import { SECRET_TYPES } from "../functions/_shared/secret-types.ts";
+import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 import {
   assertStorage,
   createDatabase,

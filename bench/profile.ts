@@ -14,15 +14,15 @@
  * Prints a table (µs, median per call) and writes bench/results/profile.json, which
  * `deno task bench:report` adds to bench/README.md.
  */
-import { parseConfig } from "../functions/_shared/config.ts";
+import { parseConfig } from "../functions/_shared/config/config.ts";
 import { createServiceContext } from "../functions/_shared/context.ts";
 import { openDatabase } from "../server/database.ts";
-import { checkSiweMessage, verifySignature } from "../functions/_shared/siwe.ts";
-import { hashRefreshToken, newRefreshToken } from "../functions/_shared/refresh-tokens.ts";
-import { SECRET_TYPES } from "../functions/_shared/secret-types.ts";
-import { queryAsLiveSession } from "../functions/_shared/session-tokens.ts";
-import { json } from "../functions/_shared/http.ts";
-import { providerReadiness } from "../functions/_shared/provider-routing.ts";
+import { checkSiweMessage, verifySignature } from "../functions/_shared/auth/siwe.ts";
+import { hashRefreshToken, newRefreshToken } from "../functions/_shared/auth/refresh-tokens.ts";
+import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
+import { queryAsLiveSession } from "../functions/_shared/auth/session-tokens.ts";
+import { json } from "../functions/_shared/http/responses.ts";
+import { providerReadiness } from "../functions/_shared/vault/provider-routing.ts";
 import { atEdge, createLocalApp } from "../server/app.ts";
 import { createDatabase, findPostgres, newAccount, serverEnv } from "./support.ts";
 

@@ -26,10 +26,14 @@
 import { SiweMessage } from "siwe";
 import { createPublicClient, custom, recoverMessageAddress } from "viem";
 import { verifySiweMessage, type VerifySiweMessageParameters } from "viem/siwe";
-import { recoverPublicKey } from "../functions/_shared/eth.ts";
-import { personalMessageHash } from "../functions/_shared/eth.ts";
-import { buildSiweMessage, checkSiweMessage, verifySignature } from "../functions/_shared/siwe.ts";
-import { SECRET_TYPES } from "../functions/_shared/secret-types.ts";
+import { recoverPublicKey } from "../functions/_shared/auth/eth.ts";
+import { personalMessageHash } from "../functions/_shared/auth/eth.ts";
+import {
+  buildSiweMessage,
+  checkSiweMessage,
+  verifySignature,
+} from "../functions/_shared/auth/siwe.ts";
+import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 import { runLoad, timeLoop } from "./http-load.ts";
 import {
   assertStorage,

@@ -146,7 +146,7 @@ export function renderSecretItems(list: HTMLOListElement, status: SecretsStatus 
 }
 
 /**
- * The service's own readiness (providerReadiness in functions/_shared/provider-routing.ts) when
+ * The service's own readiness (providerReadiness in functions/_shared/vault/provider-routing.ts) when
  * GET /secrets reports it, else the same rule applied to the registry: a provider is ready when
  * every type it requires is saved.
  */

@@ -10,9 +10,9 @@
  * 2 when interrupted.
  */
 import { parseArgs } from "node:util";
-import { parseConfig } from "../functions/_shared/config.ts";
+import { parseConfig } from "../functions/_shared/config/config.ts";
 import { openDatabase } from "../server/database.ts";
-import { importKeyring } from "../functions/_shared/vault-crypto.ts";
+import { importKeyring } from "../functions/_shared/vault/vault-crypto.ts";
 import { secureDataDir } from "../server/data-dir.ts";
 import { exists, localEnv, parseOrExit } from "../server/local-config.ts";
 import { DEFAULT_BATCH_SIZE, rotateKeys } from "./lib/key-rotation.ts";

@@ -12,13 +12,13 @@
  * (an edge function, a worker, a script) with nothing but fetch.
  */
 import { REVEAL_TOKEN_HEADER } from "../functions/_shared/http/reveal-header.ts";
-import { planRoute, type RouteError } from "../functions/_shared/provider-routing.ts";
+import { planRoute, type RouteError } from "../functions/_shared/vault/provider-routing.ts";
 import {
   isSecretType,
   type ProviderId,
   type SecretType,
   type StepKind,
-} from "../functions/_shared/secret-types.ts";
+} from "../functions/_shared/vault/secret-types.ts";
 import { serviceError, VaultError } from "./errors.ts";
 import { type RevealedEntry, RevealedSecrets, StepCredentials } from "./revealed-secrets.ts";
 import type { RevealedSecret } from "./types.ts";

@@ -2,11 +2,11 @@
  * The shapes both clients read from the service. Types only: the registry's own types come from
  * functions/_shared, so the clients and the service cannot disagree on a secret type's name.
  */
-import type { ProviderReadiness } from "../functions/_shared/provider-routing.ts";
-import type { SecretType } from "../functions/_shared/secret-types.ts";
+import type { ProviderReadiness } from "../functions/_shared/vault/provider-routing.ts";
+import type { SecretType } from "../functions/_shared/vault/secret-types.ts";
 
-export type { ErrorCode } from "../functions/_shared/errors.ts";
-export type { ProviderId, SecretType, StepKind } from "../functions/_shared/secret-types.ts";
+export type { ErrorCode } from "../functions/_shared/http/errors.ts";
+export type { ProviderId, SecretType, StepKind } from "../functions/_shared/vault/secret-types.ts";
 export type { ProviderReadiness };
 
 export interface MaskedSecret {

@@ -3,10 +3,12 @@
  * /functions/v1/<name> (Supabase's URL shape, so supabase-js works unchanged) and the proxy at /api.
  */
 import { createApiHandler } from "../functions/api/handler.ts";
-import { type ClientIpSource, FORWARDED_FOR } from "../functions/_shared/config.ts";
+import { type ClientIpSource, FORWARDED_FOR } from "../functions/_shared/config/config.ts";
 import type { ServiceContext } from "../functions/_shared/context.ts";
-import { ServiceError } from "../functions/_shared/errors.ts";
-import { errorResponse, type Handler, serve } from "../functions/_shared/http.ts";
+import { ServiceError } from "../functions/_shared/http/errors.ts";
+import { errorResponse } from "../functions/_shared/http/responses.ts";
+import { type Handler } from "../functions/_shared/http/router.ts";
+import { serve } from "../functions/_shared/http/serve.ts";
 import { createUserSecretsHandler } from "../functions/user-secrets/handler.ts";
 import { createWalletProofHandler } from "../functions/wallet-proof/handler.ts";
 import { isStaticPath, serveStatic } from "./static.ts";

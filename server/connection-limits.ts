@@ -20,8 +20,8 @@
  * is mapped back to the accepted one by its local port. A connection made straight to the
  * internal port (bypassing the limits) maps to nothing and is answered 421.
  */
-import { ServiceError } from "../functions/_shared/errors.ts";
-import { errorResponse } from "../functions/_shared/http.ts";
+import { ServiceError } from "../functions/_shared/http/errors.ts";
+import { errorResponse } from "../functions/_shared/http/responses.ts";
 import { addrKey, Tunnel } from "./tunnel.ts";
 
 export interface ConnectionLimits {

@@ -2,8 +2,8 @@
  * Opens either engine for the local server, operator scripts, tests and the bench. It lives outside
  * functions/ on purpose: PGlite (~25 MB) must never be reachable from a deployed function's graph.
  */
-import type { Database, DatabaseSettings } from "../functions/_shared/db.ts";
-import { openPostgres } from "../functions/_shared/db-postgres.ts";
+import type { Database, DatabaseSettings } from "../functions/_shared/db/db.ts";
+import { openPostgres } from "../functions/_shared/db/postgres.ts";
 
 export async function openDatabase(settings: DatabaseSettings): Promise<Database> {
   if (settings.engine === "postgres") return openPostgres(settings);

@@ -6,7 +6,7 @@ import type {
   Queryable,
   Row,
   Statement,
-} from "../functions/_shared/db.ts";
+} from "../functions/_shared/db/db.ts";
 
 type PgliteSettings = Extract<DatabaseSettings, { engine: "pglite" }>;
 
@@ -25,9 +25,15 @@ export async function openPglite(settings: PgliteSettings): Promise<Database> {
       await runner.exec(script);
     },
   });
+  const queryable = on(pg);
   return {
     engine: "pglite",
-    ...on(pg),
+    ...queryable,
+    // In-process: the statement runs on this thread, so there is no socket to wait for.
+    send: <T extends Row>(text: string, params?: readonly unknown[]) => ({
+      sent: Promise.resolve(),
+      rows: queryable.query<T>(text, params),
+    }),
     transaction: (work) => pg.transaction((tx) => work(on(tx))),
     async batch(statements: readonly Statement[]) {
       // In-process, so nothing to pipeline: the statements run one after another.

@@ -5,7 +5,7 @@
  * carries a mark production refuses (files written before the marks existed carry none).
  */
 
-import { DEV_ENCRYPTION_KEY_MARK, DEV_SECRET_PREFIX } from "../functions/_shared/config.ts";
+import { DEV_ENCRYPTION_KEY_MARK, DEV_SECRET_PREFIX } from "../functions/_shared/config/config.ts";
 
 export const DEFAULT_DEV_KEYS_PATH = ".local/dev-keys.json";
 

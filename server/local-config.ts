@@ -3,7 +3,7 @@
  * development keys fill its gaps outside production, config parsers read it, and a configuration
  * error is printed and exits 1 instead of becoming a stack trace.
  */
-import { ConfigError } from "../functions/_shared/config.ts";
+import { ConfigError } from "../functions/_shared/config/config.ts";
 import {
   DEFAULT_DEV_KEYS_PATH,
   loadOrCreateDevKeys,

@@ -2,10 +2,10 @@
  * `deno task start`: the local server. With nothing configured it runs on embedded PGlite with
  * generated development keys; with APP_ENV=production it refuses to start without real ones.
  */
-import { parseConfig } from "../functions/_shared/config.ts";
+import { parseConfig } from "../functions/_shared/config/config.ts";
 import { createServiceContext } from "../functions/_shared/context.ts";
 import { openDatabase } from "./database.ts";
-import { consoleLogger } from "../functions/_shared/log.ts";
+import { consoleLogger } from "../functions/_shared/http/log.ts";
 import { atEdge, createLocalApp, LOCAL_ANON_KEY } from "./app.ts";
 import { connectionLimitsFromEnv, serveWithLimits } from "./connection-limits.ts";
 import { secureDataDir } from "./data-dir.ts";

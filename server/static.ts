@@ -13,15 +13,15 @@
  * is nothing to traverse.
  */
 import * as nodeModule from "node:module";
-import { ServiceError } from "../functions/_shared/errors.ts";
-import type { Handler } from "../functions/_shared/http.ts";
+import { ServiceError } from "../functions/_shared/http/errors.ts";
+import type { Handler } from "../functions/_shared/http/router.ts";
 import {
   PROVIDER_IDS,
   PROVIDERS,
   SECRET_TYPE_INFO,
   SECRET_TYPES,
   STEP_KINDS,
-} from "../functions/_shared/secret-types.ts";
+} from "../functions/_shared/vault/secret-types.ts";
 
 const ROOT = new URL("../", import.meta.url);
 
@@ -63,7 +63,7 @@ const PUBLIC_PATH_OF_FILE = new Map(
 );
 
 /**
- * The secret-type registry as the page needs it, generated from functions/_shared/secret-types.ts
+ * The secret-type registry as the page needs it, generated from functions/_shared/vault/secret-types.ts
  * so the purposes shown are the service's own.
  */
 export function registry() {

@@ -5,9 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { createApiHandler, createDeployedApiHandler } from "../functions/api/handler.ts";
-import { serve } from "../functions/_shared/http.ts";
-import { silentLogger } from "../functions/_shared/log.ts";
-import { SECRET_TYPES } from "../functions/_shared/secret-types.ts";
+import { serve } from "../functions/_shared/http/serve.ts";
+import { silentLogger } from "../functions/_shared/http/log.ts";
+import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 import type { TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 

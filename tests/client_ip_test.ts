@@ -6,8 +6,16 @@
  * over a real socket through the local server.
  */
 import assert from "node:assert/strict";
-import { type ClientIpSource, ConfigError, parseConfig } from "../functions/_shared/config.ts";
-import { clientIp, rateLimitAddress, UNKNOWN_CLIENT } from "../functions/_shared/rate-limit.ts";
+import {
+  type ClientIpSource,
+  ConfigError,
+  parseConfig,
+} from "../functions/_shared/config/config.ts";
+import {
+  clientIp,
+  rateLimitAddress,
+  UNKNOWN_CLIENT,
+} from "../functions/_shared/auth/rate-limit.ts";
 import { atEdge } from "../server/app.ts";
 import { TEST_ORIGIN, type TestApp, testEnv } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";

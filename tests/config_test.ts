@@ -8,7 +8,7 @@ import {
   DEV_ENCRYPTION_KEY_MARK,
   DEV_SECRET_PREFIX,
   parseConfig,
-} from "../functions/_shared/config.ts";
+} from "../functions/_shared/config/config.ts";
 import { generateDevKeys, loadOrCreateDevKeys, withDevKeys } from "../server/dev-keys.ts";
 
 const KEY_A = btoa(String.fromCharCode(...new Uint8Array(32).fill(1)));

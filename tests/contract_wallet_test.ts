@@ -16,17 +16,17 @@ import {
 } from "viem";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { bytesToHex } from "@noble/hashes/utils";
-import { ConfigError, parseConfig } from "../functions/_shared/config.ts";
+import { ConfigError, parseConfig } from "../functions/_shared/config/config.ts";
 import { createServiceContext } from "../functions/_shared/context.ts";
 import {
   encodeIsValidSignature,
   encodeValidatorCall,
   MAX_CONTRACT_SIGNATURE_BYTES,
-} from "../functions/_shared/contract-signatures.ts";
-import { ERC6492_VALIDATOR_INIT_CODE_HEX } from "../functions/_shared/erc6492-validator.ts";
-import { createChainRpc } from "../functions/_shared/chain-rpc.ts";
-import { ServiceError } from "../functions/_shared/errors.ts";
-import { type LogFields, type Logger, silentLogger } from "../functions/_shared/log.ts";
+} from "../functions/_shared/chain/contract-signatures.ts";
+import { ERC6492_VALIDATOR_INIT_CODE_HEX } from "../functions/_shared/chain/erc6492-validator.ts";
+import { createChainRpc } from "../functions/_shared/chain/chain-rpc.ts";
+import { ServiceError } from "../functions/_shared/http/errors.ts";
+import { type LogFields, type Logger, silentLogger } from "../functions/_shared/http/log.ts";
 import { createLocalApp } from "../server/app.ts";
 import {
   bearer,

@@ -1,5 +1,5 @@
 /**
- * functions/_shared/eth.ts and the message builder against viem, the library they replace in the
+ * functions/_shared/auth/eth.ts and the message builder against viem, the library they replace in the
  * functions (tests still have it): EIP-55 checksums, EIP-191 personal-sign recovery and the
  * EIP-4361 layout must agree exactly, on seeded random keys, messages and fields. The
  * WebAssembly module is held equal to the references: its recovery (libsecp256k1) to
@@ -18,12 +18,12 @@ import {
   recoverPersonalSignAddress,
   recoverPersonalSigner,
   recoverPublicKey,
-} from "../functions/_shared/eth.ts";
+} from "../functions/_shared/auth/eth.ts";
 import {
   SECP256K1_WASM_BASE64,
   SECP256K1_WASM_SHA256,
-} from "../functions/_shared/secp256k1-wasm.ts";
-import { buildSiweMessage, type SiweFields } from "../functions/_shared/siwe.ts";
+} from "../functions/_shared/auth/secp256k1-wasm.ts";
+import { buildSiweMessage, type SiweFields } from "../functions/_shared/auth/siwe.ts";
 import { Rng, seedFromEnv } from "./support/fuzz.ts";
 
 const SEED = seedFromEnv();
@@ -211,7 +211,7 @@ Deno.test("EIP-191: recovery runs with the edge runtime's permissions only (--al
   const script = `
     import { recoverPersonalSignAddress } from ${
     JSON.stringify(
-      new URL("../functions/_shared/eth.ts", import.meta.url).href,
+      new URL("../functions/_shared/auth/eth.ts", import.meta.url).href,
     )
   };
     console.log(recoverPersonalSignAddress(${JSON.stringify(message)}, ${

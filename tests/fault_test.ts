@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import postgres from "postgres";
 import { openDatabase } from "../server/database.ts";
-import { SECRET_TYPES, type SecretType } from "../functions/_shared/secret-types.ts";
+import { SECRET_TYPES, type SecretType } from "../functions/_shared/vault/secret-types.ts";
 import { migrate } from "../scripts/lib/migrations.ts";
 import { appOn, bearer, type SignedIn, signIn, type TestApp, testEnv } from "./support/app.ts";
 import {
@@ -19,7 +19,7 @@ import {
   findPostgresBinaries,
   type PgCluster,
 } from "./support/pg-cluster.ts";
-import { parseConfig } from "../functions/_shared/config.ts";
+import { parseConfig } from "../functions/_shared/config/config.ts";
 
 const TIMEOUT_MS = 2000;
 /** What the event loop, the in-process app and a busy two-core machine may add to the deadline. */

@@ -3,17 +3,16 @@
  * CORS that never admits the reveal header, and no internals in any response.
  */
 import assert from "node:assert/strict";
-import { ServiceError } from "../functions/_shared/errors.ts";
+import { ServiceError } from "../functions/_shared/http/errors.ts";
 import {
-  CORS_ALLOWED_HEADERS,
-  json,
   MAX_BODY_BYTES,
   MAX_PROOF_BODY_BYTES,
   readJson,
-  router,
-  serve,
-} from "../functions/_shared/http.ts";
-import { silentLogger } from "../functions/_shared/log.ts";
+} from "../functions/_shared/http/bodies.ts";
+import { json } from "../functions/_shared/http/responses.ts";
+import { router } from "../functions/_shared/http/router.ts";
+import { CORS_ALLOWED_HEADERS, serve } from "../functions/_shared/http/serve.ts";
+import { silentLogger } from "../functions/_shared/http/log.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 
 async function expectError(response: Response, status: number, code: string) {

@@ -5,9 +5,9 @@
  * that set them on a shared server connection.
  */
 import assert from "node:assert/strict";
-import { parseConfig } from "../functions/_shared/config.ts";
-import { openPostgres } from "../functions/_shared/db-postgres.ts";
-import { queryAsLiveSession } from "../functions/_shared/session-tokens.ts";
+import { parseConfig } from "../functions/_shared/config/config.ts";
+import { openPostgres } from "../functions/_shared/db/postgres.ts";
+import { queryAsLiveSession } from "../functions/_shared/auth/session-tokens.ts";
 import { testEnv } from "./support/app.ts";
 import { openTestDatabase } from "./support/database.ts";
 import { findPgBouncer, startPgBouncer } from "./support/pgbouncer.ts";

@@ -10,13 +10,13 @@ import {
   providerReadiness,
   type RouteResult,
   ROUTES,
-} from "../functions/_shared/provider-routing.ts";
+} from "../functions/_shared/vault/provider-routing.ts";
 import {
   PROVIDERS,
   SECRET_TYPES,
   type SecretType,
   STEP_KINDS,
-} from "../functions/_shared/secret-types.ts";
+} from "../functions/_shared/vault/secret-types.ts";
 
 const A = ["provider_a_api_key", "provider_a_org_id"] as const;
 

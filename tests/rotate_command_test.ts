@@ -4,10 +4,10 @@
  * reports the counts and exits 0; afterwards every value opens under the new key alone.
  */
 import assert from "node:assert/strict";
-import type { Database } from "../functions/_shared/db.ts";
+import type { Database } from "../functions/_shared/db/db.ts";
 import { openDatabase } from "../server/database.ts";
-import type { EncryptionKeySpec } from "../functions/_shared/config.ts";
-import { importKeyring } from "../functions/_shared/vault-crypto.ts";
+import type { EncryptionKeySpec } from "../functions/_shared/config/config.ts";
+import { importKeyring } from "../functions/_shared/vault/vault-crypto.ts";
 import { migrate } from "../scripts/lib/migrations.ts";
 import { type Engine, openTestDatabase, testEngines } from "./support/database.ts";
 

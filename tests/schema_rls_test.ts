@@ -3,7 +3,7 @@
  * own vault rows and events, the API roles reach nothing else, and migrations apply once.
  */
 import assert from "node:assert/strict";
-import { asCreator, type CreatorClaims, type Database } from "../functions/_shared/db.ts";
+import { asCreator, type CreatorClaims, type Database } from "../functions/_shared/db/db.ts";
 import { migrate, readMigrations } from "../scripts/lib/migrations.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 

@@ -1,18 +1,18 @@
 /**
- * functions/_shared/secret-types.ts is the single source of the seven secret types: the schema's
+ * functions/_shared/vault/secret-types.ts is the single source of the seven secret types: the schema's
  * CHECK constraint (as written in the migrations and as the database holds it), the zod enums, the
  * GET answer's `secretTypes` and `providers`, and the README all agree with it.
  */
 import assert from "node:assert/strict";
-import { ServiceError } from "../functions/_shared/errors.ts";
-import { providerReadiness } from "../functions/_shared/provider-routing.ts";
+import { ServiceError } from "../functions/_shared/http/errors.ts";
+import { providerReadiness } from "../functions/_shared/vault/provider-routing.ts";
 import {
   PROVIDER_IDS,
   PROVIDERS,
   SECRET_TYPE_INFO,
   SECRET_TYPES,
   STEP_KINDS,
-} from "../functions/_shared/secret-types.ts";
+} from "../functions/_shared/vault/secret-types.ts";
 import {
   parseDeleteRequest,
   parsePutRequest,

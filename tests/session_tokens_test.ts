@@ -1,14 +1,14 @@
 /**
- * The one session-token verifier (functions/_shared/session-tokens.ts), token side only: the
+ * The one session-token verifier (functions/_shared/auth/session-tokens.ts), token side only: the
  * claims it issues, and every way a token must fail — tampered, expired, alg "none", another
  * algorithm, another secret, audience or issuer, missing claims. Whether the session is still live
  * is the database's answer, covered on both engines in wallet_proof_test.ts.
  */
 import assert from "node:assert/strict";
 import { decodeJwt, decodeProtectedHeader, SignJWT } from "jose";
-import type { Queryable } from "../functions/_shared/db.ts";
-import { ServiceError } from "../functions/_shared/errors.ts";
-import { createSessionTokens, TOKEN_ISSUER } from "../functions/_shared/session-tokens.ts";
+import type { Queryable } from "../functions/_shared/db/db.ts";
+import { ServiceError } from "../functions/_shared/http/errors.ts";
+import { createSessionTokens, TOKEN_ISSUER } from "../functions/_shared/auth/session-tokens.ts";
 import { base64url } from "./support/fuzz.ts";
 
 const SECRET = "a-test-jwt-secret-of-more-than-32-characters";

@@ -1,5 +1,5 @@
 /**
- * EIP-4361 / EIP-191 in isolation (functions/_shared/siwe.ts): nonces, the strict parser checked
+ * EIP-4361 / EIP-191 in isolation (functions/_shared/auth/siwe.ts): nonces, the strict parser checked
  * against the reference parser the wallets use (`siwe` → `@spruceid/siwe-parser`), the policy
  * checks in their order, and signatures from real keys, including malformed and high-s ones.
  */
@@ -8,7 +8,7 @@ import { SiweMessage } from "siwe";
 import { type Hex, hexToBigInt, recoverMessageAddress } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createSiweMessage } from "viem/siwe";
-import { ServiceError } from "../functions/_shared/errors.ts";
+import { ServiceError } from "../functions/_shared/http/errors.ts";
 import {
   buildSiweMessage,
   checkSiweMessage,
@@ -17,7 +17,7 @@ import {
   type SiwePolicy,
   toStatement,
   verifySignature,
-} from "../functions/_shared/siwe.ts";
+} from "../functions/_shared/auth/siwe.ts";
 import { Rng, seedFromEnv } from "./support/fuzz.ts";
 
 const ORIGIN = "https://app.example.com";

@@ -14,7 +14,7 @@
 import assert from "node:assert/strict";
 import postgres from "postgres";
 import { openDatabase } from "../server/database.ts";
-import { importKeyring } from "../functions/_shared/vault-crypto.ts";
+import { importKeyring } from "../functions/_shared/vault/vault-crypto.ts";
 import { rotateKeys } from "../scripts/lib/key-rotation.ts";
 import { migrate, readMigrations } from "../scripts/lib/migrations.ts";
 import { appOn, bearer, signIn, type TestApp } from "./support/app.ts";

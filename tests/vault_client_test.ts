@@ -18,7 +18,7 @@ import {
   type VaultStorage,
 } from "../sdk/browser.ts";
 import { type NonceResponse, signInMessageMismatch } from "../sdk/sign-in-message.ts";
-import { createSessionTokens } from "../functions/_shared/session-tokens.ts";
+import { createSessionTokens } from "../functions/_shared/auth/session-tokens.ts";
 import { bearer, newWallet, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 

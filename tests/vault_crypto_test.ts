@@ -4,9 +4,9 @@
  * keys imported once and non-extractable, and errors that carry no key material.
  */
 import assert from "node:assert/strict";
-import type { EncryptionKeySpec } from "../functions/_shared/config.ts";
-import { ServiceError } from "../functions/_shared/errors.ts";
-import { createKeyring, importKeyring } from "../functions/_shared/vault-crypto.ts";
+import type { EncryptionKeySpec } from "../functions/_shared/config/config.ts";
+import { ServiceError } from "../functions/_shared/http/errors.ts";
+import { createKeyring, importKeyring } from "../functions/_shared/vault/vault-crypto.ts";
 
 const key = (id: string): EncryptionKeySpec => ({
   id,

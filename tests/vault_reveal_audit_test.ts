@@ -6,8 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { createServiceContext } from "../functions/_shared/context.ts";
-import type { Database } from "../functions/_shared/db.ts";
-import { silentLogger } from "../functions/_shared/log.ts";
+import type { Database } from "../functions/_shared/db/db.ts";
+import { silentLogger } from "../functions/_shared/http/log.ts";
 import { createLocalApp } from "../server/app.ts";
 import { bearer, signIn, TEST_ORIGIN, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
@@ -19,6 +19,7 @@ function countingApp(app: TestApp) {
   const counted: Database = {
     engine: db.engine,
     query: (text, params) => (calls++, db.query(text, params)),
+    send: (text, params) => (calls++, db.send(text, params)),
     execScript: (script) => (calls++, db.execScript(script)),
     transaction: (work) => (calls++, db.transaction(work)),
     batch: (statements) => (calls++, db.batch(statements)),

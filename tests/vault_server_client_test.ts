@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { inspect } from "node:util";
 import { freePort } from "./support/ports.ts";
-import type { SecretType } from "../functions/_shared/secret-types.ts";
+import type { SecretType } from "../functions/_shared/vault/secret-types.ts";
 import {
   createVaultServerClient,
   VaultError,

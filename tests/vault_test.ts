@@ -6,12 +6,12 @@
 import assert from "node:assert/strict";
 import { decodeJwt } from "jose";
 import { createServiceContext } from "../functions/_shared/context.ts";
-import { asCreator, type CreatorClaims } from "../functions/_shared/db.ts";
-import type { EncryptionKeySpec } from "../functions/_shared/config.ts";
-import { silentLogger } from "../functions/_shared/log.ts";
-import { SECRET_TYPES, type SecretType } from "../functions/_shared/secret-types.ts";
-import { createSessionTokens } from "../functions/_shared/session-tokens.ts";
-import { importKeyring } from "../functions/_shared/vault-crypto.ts";
+import { asCreator, type CreatorClaims } from "../functions/_shared/db/db.ts";
+import type { EncryptionKeySpec } from "../functions/_shared/config/config.ts";
+import { silentLogger } from "../functions/_shared/http/log.ts";
+import { SECRET_TYPES, type SecretType } from "../functions/_shared/vault/secret-types.ts";
+import { createSessionTokens } from "../functions/_shared/auth/session-tokens.ts";
+import { importKeyring } from "../functions/_shared/vault/vault-crypto.ts";
 import { createLocalApp } from "../server/app.ts";
 import { rotateKeys } from "../scripts/lib/key-rotation.ts";
 import { bearer, type SignedIn, signIn, TEST_ORIGIN, type TestApp } from "./support/app.ts";

@@ -3,12 +3,14 @@
  * handler. Misconfiguration fails closed: every request gets 500 not_configured and the log names
  * the missing settings (never their values).
  */
-import { ConfigError, FUNCTION_DEFAULTS, parseConfig } from "./config.ts";
+import { ConfigError, FUNCTION_DEFAULTS, parseConfig } from "./config/config.ts";
 import { createServiceContext, type ServiceContext } from "./context.ts";
-import { openPostgres } from "./db-postgres.ts";
-import { ServiceError } from "./errors.ts";
-import { errorResponse, type Handler, serve } from "./http.ts";
-import { consoleLogger } from "./log.ts";
+import { openPostgres } from "./db/postgres.ts";
+import { ServiceError } from "./http/errors.ts";
+import { errorResponse } from "./http/responses.ts";
+import { type Handler } from "./http/router.ts";
+import { serve } from "./http/serve.ts";
+import { consoleLogger } from "./http/log.ts";
 
 export function bootFunction(create: (context: ServiceContext) => Handler): Handler {
   try {

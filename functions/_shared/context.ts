@@ -2,12 +2,12 @@
  * Everything a function needs, built once per process from configuration: handlers receive this
  * explicitly instead of reaching for globals, so tests build the same thing in-process.
  */
-import type { AppConfig } from "./config.ts";
-import type { ContractSignatureVerifier } from "./contract-signature-verifier.ts";
-import type { Database } from "./db.ts";
-import type { Logger } from "./log.ts";
-import { createSessionTokens, type SessionTokens } from "./session-tokens.ts";
-import { createKeyring, type Keyring } from "./vault-crypto.ts";
+import type { AppConfig } from "./config/config.ts";
+import type { ContractSignatureVerifier } from "./chain/contract-signature-verifier.ts";
+import type { Database } from "./db/db.ts";
+import type { Logger } from "./http/log.ts";
+import { createSessionTokens, type SessionTokens } from "./auth/session-tokens.ts";
+import { createKeyring, type Keyring } from "./vault/vault-crypto.ts";
 
 export interface ServiceContext {
   readonly config: AppConfig;

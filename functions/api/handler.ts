@@ -4,14 +4,9 @@
  * through Supabase's gateway, no second cold start. It holds no business logic; the functions answer.
  */
 import type { ServiceContext } from "../_shared/context.ts";
-import { ServiceError } from "../_shared/errors.ts";
-import {
-  type Handler,
-  MAX_BODY_BYTES,
-  MAX_PROOF_BODY_BYTES,
-  readBody,
-  subpath,
-} from "../_shared/http.ts";
+import { ServiceError } from "../_shared/http/errors.ts";
+import { MAX_BODY_BYTES, MAX_PROOF_BODY_BYTES, readBody } from "../_shared/http/bodies.ts";
+import { type Handler, subpath } from "../_shared/http/router.ts";
 import { createUserSecretsHandler } from "../user-secrets/handler.ts";
 import { createWalletProofHandler } from "../wallet-proof/handler.ts";
 

@@ -4,8 +4,9 @@
  * fields by mistake must not see the key echoed back.
  */
 import { z } from "zod";
-import { ServiceError } from "../_shared/errors.ts";
-import { SECRET_TYPES, type SecretType } from "../_shared/secret-types.ts";
+import { ServiceError } from "../_shared/http/errors.ts";
+import { type Issue, parseRequest } from "../_shared/http/request-issues.ts";
+import { SECRET_TYPES, type SecretType } from "../_shared/vault/secret-types.ts";
 
 export const MAX_VALUE_CHARACTERS = 4096;
 /** Values at least this long get a hint: "…" and their last four characters. */
@@ -70,11 +71,12 @@ export function hintFor(value: string): string | null {
  * invalid_request, a type invalid_secret_type with the allowed list, the value invalid_value.
  */
 function parse<T>(schema: z.ZodType<T>, body: unknown, shape: string): T {
-  const parsed = schema.safeParse(body);
-  if (parsed.success) return parsed.data;
-  const issues = parsed.error.issues;
+  return parseRequest(schema, body, (issues) => refusal(issues, body, shape));
+}
+
+function refusal(issues: readonly Issue[], body: unknown, shape: string): ServiceError {
   if (body === undefined || issues.some((issue) => issue.path.length === 0)) {
-    throw new ServiceError(
+    return new ServiceError(
       "invalid_request",
       body === undefined || body === null || typeof body !== "object" || Array.isArray(body)
         ? shape
@@ -83,16 +85,16 @@ function parse<T>(schema: z.ZodType<T>, body: unknown, shape: string): T {
   }
   // secretTypes that is not an array is a shape problem; a bad entry in it is a bad type.
   if (issues.some((issue) => issue.path[0] === "secretTypes" && issue.path.length === 1)) {
-    throw new ServiceError("invalid_request", shape);
+    return new ServiceError("invalid_request", shape);
   }
   if (issues.some((issue) => issue.path[0] === "secretType" || issue.path[0] === "secretTypes")) {
-    throw new ServiceError(
+    return new ServiceError(
       "invalid_secret_type",
       `The secret type must be one of: ${SECRET_TYPES.join(", ")}.`,
       { allowedSecretTypes: SECRET_TYPES },
     );
   }
   const valueIssue = issues.find((issue) => issue.path[0] === "value");
-  if (valueIssue !== undefined) throw new ServiceError("invalid_value", valueIssue.message);
-  throw new ServiceError("invalid_request", shape);
+  if (valueIssue !== undefined) return new ServiceError("invalid_value", valueIssue.message);
+  return new ServiceError("invalid_request", shape);
 }

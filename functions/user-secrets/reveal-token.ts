@@ -3,7 +3,7 @@
  * creator's session. Only the service's own server holds it; browsers cannot even send the header
  * (CORS never allows it).
  */
-import { ServiceError } from "../_shared/errors.ts";
+import { ServiceError } from "../_shared/http/errors.ts";
 import { REVEAL_TOKEN_HEADER } from "../_shared/http/reveal-header.ts";
 
 const digest = async (value: string) =>

@@ -4,11 +4,12 @@
  * against its limits and does the work, all in one statement, so one round trip and one
  * transaction. Only the service's own connection may execute them; `authenticated` writes nothing.
  */
-import type { Queryable } from "../_shared/db.ts";
-import { rateLimited } from "../_shared/rate-limit.ts";
-import type { SecretType } from "../_shared/secret-types.ts";
-import { sessionEnded, type VerifiedSession } from "../_shared/session-tokens.ts";
-import type { SealedSecret } from "../_shared/vault-crypto.ts";
+import type { AppConfig } from "../_shared/config/config.ts";
+import type { Queryable } from "../_shared/db/db.ts";
+import { rateLimited } from "../_shared/auth/rate-limit.ts";
+import type { SecretType } from "../_shared/vault/secret-types.ts";
+import { sessionEnded, type VerifiedSession } from "../_shared/auth/session-tokens.ts";
+import type { SealedSecret } from "../_shared/vault/vault-crypto.ts";
 
 /** Every vault limit counts per minute, like sign-in's. */
 export const VAULT_WINDOW_SECONDS = 60;
@@ -20,6 +21,14 @@ export interface VaultLimits {
   readonly revealsPerMinute: number;
   /** Reveals per server token, all creators together. */
   readonly revealsPerTokenPerMinute: number;
+}
+
+export function vaultLimits(rateLimits: AppConfig["rateLimits"]): VaultLimits {
+  return {
+    writesPerMinute: rateLimits.vaultWritesPerMinute,
+    revealsPerMinute: rateLimits.revealsPerMinute,
+    revealsPerTokenPerMinute: rateLimits.revealsPerTokenPerMinute,
+  };
 }
 
 export type StoredRow = {

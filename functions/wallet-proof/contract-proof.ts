@@ -13,15 +13,15 @@
  */
 import { hexToBytes } from "@noble/hashes/utils";
 import type { ServiceContext } from "../_shared/context.ts";
-import { createChainRpc } from "../_shared/chain-rpc.ts";
+import { createChainRpc } from "../_shared/chain/chain-rpc.ts";
 import {
   createContractSignatureVerifier,
   MAX_CONTRACT_SIGNATURE_BYTES,
-} from "../_shared/contract-signatures.ts";
-import { ServiceError } from "../_shared/errors.ts";
-import { personalMessageHash } from "../_shared/eth.ts";
-import { clientIp, RATE_LIMIT_WINDOW_SECONDS, rateLimited } from "../_shared/rate-limit.ts";
-import type { SiweFields } from "../_shared/siwe.ts";
+} from "../_shared/chain/contract-signatures.ts";
+import { ServiceError } from "../_shared/http/errors.ts";
+import { personalMessageHash } from "../_shared/auth/eth.ts";
+import { clientIp, RATE_LIMIT_WINDOW_SECONDS, rateLimited } from "../_shared/auth/rate-limit.ts";
+import type { SiweFields } from "../_shared/auth/siwe.ts";
 
 const SIGNATURE = new RegExp(`^0x(?:[0-9a-fA-F]{2}){1,${MAX_CONTRACT_SIGNATURE_BYTES}}$`);
 

@@ -5,10 +5,13 @@
  *
  * updated_at is left as it is; the audit trigger records such an update as 'rotate', not 'put'.
  */
-import type { Database, Queryable } from "../../functions/_shared/db.ts";
-import { ServiceError } from "../../functions/_shared/errors.ts";
-import type { SecretType } from "../../functions/_shared/secret-types.ts";
-import type { Keyring } from "../../functions/_shared/vault-crypto.ts";
+import type { Database, Queryable } from "../../functions/_shared/db/db.ts";
+import type { SecretType } from "../../functions/_shared/vault/secret-types.ts";
+import {
+  type KeyFailure,
+  keyFailure,
+  type Keyring,
+} from "../../functions/_shared/vault/vault-crypto.ts";
 
 export const DEFAULT_BATCH_SIZE = 100;
 
@@ -17,7 +20,7 @@ export interface RotationProblem {
   readonly userId: string;
   readonly secretType: SecretType;
   readonly keyId: string;
-  readonly reason: "encryption_key_unavailable" | "decryption_failed";
+  readonly reason: KeyFailure;
 }
 
 export interface RotationReport {
@@ -98,14 +101,10 @@ export async function rotateKeys(
             binding,
           );
         } catch (error) {
-          if (
-            error instanceof ServiceError &&
-            (error.code === "encryption_key_unavailable" || error.code === "decryption_failed")
-          ) {
-            problems.push({ ...binding, keyId: row.key_id, reason: error.code });
-            continue;
-          }
-          throw error;
+          const reason = keyFailure(error);
+          if (reason === null) throw error;
+          problems.push({ ...binding, keyId: row.key_id, reason });
+          continue;
         }
         const sealed = await keyring.encrypt(value, binding);
         await tx.query(

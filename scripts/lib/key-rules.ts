@@ -2,7 +2,7 @@
  * What a committed provider credential looks like: the key shapes providers document, the names
  * whose value is a credential, and what is only a placeholder. A finding shows the value masked.
  */
-import { SECRET_TYPES } from "../../functions/_shared/secret-types.ts";
+import { SECRET_TYPES } from "../../functions/_shared/vault/secret-types.ts";
 
 export interface Finding {
   /** As given, or relative to the scanned root. */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Rebuilds functions/_shared/secp256k1-wasm.ts: libsecp256k1 v0.2.0 compiled to WebAssembly with
+# Rebuilds functions/_shared/auth/secp256k1-wasm.ts: libsecp256k1 v0.2.0 compiled to WebAssembly with
 # only what EIP-191 sign-in needs (recover.c: public-key recovery; keccak.c: Keccak-256), embedded
 # as base64 so the functions load it without reading a file (the edge runtime grants no
 # --allow-read).
@@ -8,12 +8,12 @@
 # tarball already, Debian's source archive (the upstream tarball of libsecp256k1 0.2.0, which
 # Debian bookworm ships unmodified as libsecp256k1_0.2.0.orig.tar.xz); its sha256 is checked.
 #
-#   scripts/secp256k1-wasm/build.sh            # writes functions/_shared/secp256k1-wasm.ts
+#   scripts/secp256k1-wasm/build.sh            # writes functions/_shared/auth/secp256k1-wasm.ts
 set -euo pipefail
 
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-OUT="$ROOT/functions/_shared/secp256k1-wasm.ts"
+OUT="$ROOT/functions/_shared/auth/secp256k1-wasm.ts"
 SOURCE_SHA256="07c1d76fc485936138c6572e94374df22ba41df06617926572b8a690fe8bc34b"
 # 8: the multiplication table for G is 8 KiB instead of 1 MiB (window 15, the library's default)
 # and recovery measured as fast within noise (~100 µs either way in Deno 2.9.6).

@@ -1,7 +1,7 @@
 /*
  * EIP-191 / ECDSA public-key recovery on libsecp256k1, and Keccak-256 (keccak.c), for
  * WebAssembly with no libc and no allocator: exported buffers and functions. Built by build.sh
- * into functions/_shared/secp256k1-wasm.ts.
+ * into functions/_shared/auth/secp256k1-wasm.ts.
  *
  * io layout: [0, 64) compact signature r ‖ s, [64, 96) message hash, [96, 161) the recovered
  * public key, uncompressed (0x04 ‖ x ‖ y). recover(recid) returns 1 when a key was recovered,

@@ -3,10 +3,10 @@
  * chosen engine, the local server's app, and helpers that sign in with real wallet signatures.
  */
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
-import { type AppConfig, parseConfig } from "../../functions/_shared/config.ts";
+import { type AppConfig, parseConfig } from "../../functions/_shared/config/config.ts";
 import { createServiceContext, type ServiceContext } from "../../functions/_shared/context.ts";
-import type { Database } from "../../functions/_shared/db.ts";
-import { silentLogger } from "../../functions/_shared/log.ts";
+import type { Database } from "../../functions/_shared/db/db.ts";
+import { silentLogger } from "../../functions/_shared/http/log.ts";
 import { createLocalApp, LOCAL_ANON_KEY, type LocalApp } from "../../server/app.ts";
 import { generateDevKeys } from "../../server/dev-keys.ts";
 import { type Engine, openTestDatabase, type TestDatabase } from "./database.ts";

@@ -5,7 +5,7 @@
  * when it closes, so runs never see each other's rows.
  */
 import postgres from "postgres";
-import type { Database } from "../../functions/_shared/db.ts";
+import type { Database } from "../../functions/_shared/db/db.ts";
 import { openDatabase } from "../../server/database.ts";
 import { migrate, readMigrations } from "../../scripts/lib/migrations.ts";
 

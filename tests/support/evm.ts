@@ -55,7 +55,10 @@ export function solcVersion(): string {
 }
 
 export const VALIDATOR_SOURCE_NAME = "erc6492-validator.sol";
-const VALIDATOR_SOURCE = new URL("../../functions/_shared/erc6492-validator.sol", import.meta.url);
+const VALIDATOR_SOURCE = new URL(
+  "../../functions/_shared/chain/erc6492-validator.sol",
+  import.meta.url,
+);
 const TEST_WALLETS_SOURCE = new URL("./contracts/TestWallets.sol", import.meta.url);
 
 /** The validator's init code, compiled now from the committed source. */

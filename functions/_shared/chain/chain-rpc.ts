@@ -9,8 +9,8 @@
  * is dropped), not in answers.
  */
 import { bytesToHex, hexToBytes } from "@noble/hashes/utils";
-import { ServiceError } from "./errors.ts";
-import type { Logger } from "./log.ts";
+import { ServiceError } from "../http/errors.ts";
+import type { Logger } from "../http/log.ts";
 
 export const CHAIN_RETRY_AFTER_SECONDS = 5;
 // eth_call answers for a signature check are a few words; a larger one is not worth reading.

@@ -5,8 +5,8 @@
  * session is still live, so sign-out and revocation take effect at once.
  */
 import { errors as joseErrors, jwtVerify, SignJWT } from "jose";
-import type { CreatorClaims, Database, Queryable, Row } from "./db.ts";
-import { ServiceError } from "./errors.ts";
+import type { CreatorClaims, Database, Queryable, Row } from "../db/db.ts";
+import { ServiceError } from "../http/errors.ts";
 
 export const TOKEN_ISSUER = "wallet-proof";
 const AUDIENCE = "authenticated";

@@ -4,7 +4,7 @@
  * the signer's address. Nonce bookkeeping lives with the handler, in the database.
  */
 import { checksumAddress, recoverPersonalSigner } from "./eth.ts";
-import { ServiceError } from "./errors.ts";
+import { ServiceError } from "../http/errors.ts";
 
 export interface SiweFields {
   readonly address: `0x${string}`;

@@ -4,8 +4,8 @@
  * imported once, as non-extractable CryptoKeys, and neither their bytes nor anything derived from
  * them ever leaves this module (not into SQL, logs or error messages).
  */
-import type { EncryptionKeySpec } from "./config.ts";
-import { ServiceError } from "./errors.ts";
+import type { EncryptionKeySpec } from "../config/config.ts";
+import { ServiceError } from "../http/errors.ts";
 import type { SecretType } from "./secret-types.ts";
 
 /** 96 bits: the IV size GCM is specified for; a fresh random one for every write. */
@@ -31,7 +31,6 @@ export interface Keyring {
   readonly activeKeyId: string | null;
   /** Every id this keyring can decrypt, active first. */
   readonly keyIds: readonly string[];
-  has(keyId: string): boolean;
   /** Resolves once every key is imported; rejects if one cannot be. */
   ready(): Promise<void>;
   encrypt(plaintext: string, binding: SecretBinding): Promise<SealedSecret>;
@@ -41,6 +40,17 @@ export interface Keyring {
    * copied from another row, or a key id whose bytes were changed).
    */
   decrypt(sealed: SealedSecret, binding: SecretBinding): Promise<string>;
+}
+
+/** Why a stored value cannot be read: its key is not configured, or it does not authenticate. */
+export type KeyFailure = "encryption_key_unavailable" | "decryption_failed";
+
+/** The code when `error` is one of decrypt's two refusals (not a fault of ours), else null. */
+export function keyFailure(error: unknown): KeyFailure | null {
+  return error instanceof ServiceError &&
+      (error.code === "encryption_key_unavailable" || error.code === "decryption_failed")
+    ? error.code
+    : null;
 }
 
 /**
@@ -72,7 +82,6 @@ export function createKeyring(specs: readonly EncryptionKeySpec[]): Keyring {
   return {
     activeKeyId,
     keyIds,
-    has: (keyId) => keyIds.includes(keyId),
     ready: () => imported.then(() => {}),
 
     async encrypt(plaintext, binding) {

@@ -6,8 +6,27 @@
  * reported without its name.
  */
 import type { z } from "zod";
+import { ServiceError } from "./errors.ts";
 
-type Issue = z.core.$ZodIssue;
+export type Issue = z.core.$ZodIssue;
+
+/**
+ * The body as `schema` reads it, or the ServiceError `refuse` makes of the problems: by default
+ * invalid_request naming the first one (describeIssue).
+ */
+export function parseRequest<T>(
+  schema: z.ZodType<T>,
+  body: unknown,
+  refuse: (issues: readonly Issue[]) => ServiceError = firstIssue,
+): T {
+  const parsed = schema.safeParse(body);
+  if (parsed.success) return parsed.data;
+  throw refuse(parsed.error.issues);
+}
+
+function firstIssue(issues: readonly Issue[]): ServiceError {
+  return new ServiceError("invalid_request", `${describeIssue(issues[0])}.`);
+}
 
 const TYPE_NAMES: Readonly<Record<string, string>> = {
   string: "a string",

@@ -3,7 +3,7 @@
  * solc 0.8.28 (evmVersion "shanghai", optimizer on, 200 runs; the source named
  * "erc6492-validator.sol"). tests/contract_wallet_test.ts compiles the source again and holds the
  * two equal, so this constant is always what the source says. After changing the source, print
- * the new value with:
+ * the new value, from the repository root, with:
  *   deno eval 'import { compileValidator } from "./tests/support/evm.ts";
  *     console.log(await compileValidator())'
  *

@@ -3,7 +3,7 @@
  * their settings through `parseConfig`; nothing else touches `Deno.env`.
  */
 import { z } from "zod";
-import type { DatabaseSettings } from "./db.ts";
+import type { DatabaseSettings } from "../db/db.ts";
 
 export type AppEnv = "development" | "test" | "production";
 

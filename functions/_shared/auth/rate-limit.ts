@@ -2,9 +2,9 @@
  * Fixed-window rate limits kept in Postgres, so every function instance counts against the same
  * window. One upsert per check (`public.hit_rate_limit`, which sign-in also calls in SQL).
  */
-import { type ClientIpSource, FORWARDED_FOR } from "./config.ts";
-import type { Queryable } from "./db.ts";
-import { ServiceError } from "./errors.ts";
+import { type ClientIpSource, FORWARDED_FOR } from "../config/config.ts";
+import type { Database, Queryable } from "../db/db.ts";
+import { ServiceError } from "../http/errors.ts";
 
 /** Every limit counts per minute. */
 export const RATE_LIMIT_WINDOW_SECONDS = 60;
@@ -15,14 +15,30 @@ export interface RateLimit {
   readonly windowSeconds?: number;
 }
 
-export async function enforceRateLimit(
-  db: Queryable,
-  { bucket, limit, windowSeconds = RATE_LIMIT_WINDOW_SECONDS }: RateLimit,
-) {
-  const [row] = await db.query<{ hits: number; retry_after: number }>(
-    "select hits, retry_after from public.hit_rate_limit($1, $2)",
-    [bucket, windowSeconds],
-  );
+const HIT = "select hits, retry_after from public.hit_rate_limit($1, $2)";
+type Hit = { hits: number; retry_after: number };
+
+export async function enforceRateLimit(db: Queryable, limit: RateLimit): Promise<void> {
+  await judge(db, await db.query<Hit>(HIT, hitParams(limit)), limit.limit);
+}
+
+/**
+ * enforceRateLimit for a caller with CPU-bound work to do while it is counted: `sent` resolves once
+ * the count is on its way to the database, `enforced` as enforceRateLimit would. `enforced` is
+ * marked handled, so its rejection may wait to be awaited until the work is done.
+ */
+export function startRateLimit(db: Database, limit: RateLimit) {
+  const { sent, rows } = db.send<Hit>(HIT, hitParams(limit));
+  const enforced = rows.then((hits) => judge(db, hits, limit.limit));
+  enforced.catch(() => {});
+  return { sent, enforced };
+}
+
+function hitParams({ bucket, windowSeconds = RATE_LIMIT_WINDOW_SECONDS }: RateLimit) {
+  return [bucket, windowSeconds];
+}
+
+async function judge(db: Queryable, [row]: Hit[], limit: number): Promise<void> {
   if (row.hits > limit) throw rateLimited(row.retry_after);
   // Old windows are swept now and then by whoever passes by, so no scheduler is needed.
   if (Math.random() < 0.01) {

@@ -1,0 +1,102 @@
+/** Bounded request bodies: bytes counted as they arrive, JSON, and the bearer token. */
+import { ServiceError } from "./errors.ts";
+
+export const MAX_BODY_BYTES = 16 * 1024;
+/** The wallet proof's body: a contract wallet's signature alone may be 16 KB (32 KB of hex). */
+export const MAX_PROOF_BODY_BYTES = 48 * 1024;
+
+/**
+ * Reads a body of at most `maxBytes`, counting bytes as they arrive so an oversized or endless
+ * body is cut off without being buffered.
+ */
+export async function readBody(
+  request: Request,
+  maxBytes = MAX_BODY_BYTES,
+): Promise<Uint8Array<ArrayBuffer>> {
+  const declared = request.headers.get("content-length");
+  if (declared !== null && Number(declared) > maxBytes) throw tooLarge(maxBytes);
+  if (request.body === null) return new Uint8Array(0);
+
+  const chunks: Uint8Array<ArrayBuffer>[] = [];
+  let size = 0;
+  const reader = request.body.getReader();
+  for (;;) {
+    let chunk: ReadableStreamReadResult<Uint8Array<ArrayBuffer>>;
+    try {
+      chunk = await reader.read();
+    } catch {
+      // The client went away mid-body, or its framing was broken: its fault, not ours (no 500).
+      throw new ServiceError("invalid_request", "The request body could not be read in full.");
+    }
+    const { done, value } = chunk;
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge(maxBytes);
+    }
+    chunks.push(value);
+  }
+  if (chunks.length === 1) return chunks[0];
+  const bytes = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return bytes;
+}
+
+/** Reads a bounded JSON body. Returns undefined for an empty body (the caller decides if that is ok). */
+export async function readJson(request: Request, maxBytes = MAX_BODY_BYTES): Promise<unknown> {
+  const bytes = await readBody(request, maxBytes);
+  if (bytes.byteLength === 0) return undefined;
+  const mediaType = request.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
+  if (mediaType !== "application/json") {
+    throw new ServiceError(
+      "unsupported_media_type",
+      "Send the body as Content-Type: application/json.",
+    );
+  }
+  try {
+    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+  } catch {
+    throw new ServiceError("invalid_json", "The body is not valid UTF-8 JSON.");
+  }
+}
+
+function tooLarge(maxBytes: number) {
+  return new ServiceError("payload_too_large", `The body must be at most ${maxBytes} bytes.`, {
+    maxBytes,
+  });
+}
+
+export function bearerToken(request: Request): string | null {
+  const header = request.headers.get("authorization");
+  if (header === null) return null;
+  const match = /^Bearer[ ]+([^\s]+)[ ]*$/i.exec(header);
+  if (!match) {
+    throw new ServiceError("invalid_token", "Send the session as Authorization: Bearer <token>.");
+  }
+  return match[1];
+}
+
+/**
+ * The caller's session token, or null when it has none. supabase-js sends the project's public API
+ * key as the bearer when the app has no session of its own: that is a client without a session, not
+ * a forged one. Only an exact match counts (a bearer that merely looks like a key is a token that
+ * fails verification); the keys ship in every frontend, so comparing them leaks nothing.
+ */
+export function sessionBearer(request: Request, publicApiKeys: readonly string[]): string | null {
+  const token = bearerToken(request);
+  return token !== null && publicApiKeys.includes(token) ? null : token;
+}
+
+/** sessionBearer for a route that needs a session: none is refused with missing_token. */
+export function requireSessionToken(request: Request, publicApiKeys: readonly string[]): string {
+  const token = sessionBearer(request, publicApiKeys);
+  if (token === null) {
+    throw new ServiceError("missing_token", "Send Authorization: Bearer <token>.");
+  }
+  return token;
+}

@@ -1,0 +1,39 @@
+/** Routing below a function's name, with 404 and 405 (and its Allow header). */
+import { ServiceError } from "./errors.ts";
+
+export type Handler = (request: Request) => Promise<Response>;
+
+export interface Route {
+  readonly method: "GET" | "POST" | "PUT" | "DELETE";
+  /** The path below the function's own name, e.g. "" or "/reveal". */
+  readonly path: string;
+  readonly handle: Handler;
+}
+
+/**
+ * The part of the path below the function's name. Supabase hands a function `/<name>/...`; the
+ * local server and direct calls may keep the `/functions/v1` prefix; both are accepted.
+ */
+export function subpath(url: string, functionName: string): string | null {
+  const { pathname } = new URL(url);
+  const prefix = pathname.startsWith("/functions/v1/") ? "/functions/v1/" : "/";
+  const rest = pathname.slice(prefix.length);
+  if (rest !== functionName && !rest.startsWith(`${functionName}/`)) return null;
+  return rest.slice(functionName.length).replace(/\/+$/, "");
+}
+
+export function router(functionName: string, routes: readonly Route[]): Handler {
+  return (request) => {
+    const path = subpath(request.url, functionName);
+    const candidates = routes.filter((route) => route.path === path);
+    if (path === null || candidates.length === 0) {
+      throw new ServiceError("not_found", "No such route.");
+    }
+    const route = candidates.find((r) => r.method === request.method);
+    if (!route) {
+      const allow = candidates.map((r) => r.method).join(", ");
+      throw new ServiceError("method_not_allowed", `Use ${allow}.`, undefined, { allow });
+    }
+    return route.handle(request);
+  };
+}

@@ -1,0 +1,113 @@
+/**
+ * POST /user-secrets/reveal: plaintext, only to a caller holding both the creator's session and
+ * the server's reveal token. A type that cannot be decrypted fails the whole reveal: a live run
+ * must not go ahead silently without a key it asked for.
+ */
+import type { AppConfig } from "../_shared/config/config.ts";
+import type { Database } from "../_shared/db/db.ts";
+import type { SessionTokens } from "../_shared/auth/session-tokens.ts";
+import { readJson, requireSessionToken } from "../_shared/http/bodies.ts";
+import { ServiceError } from "../_shared/http/errors.ts";
+import type { Logger } from "../_shared/http/log.ts";
+import { json } from "../_shared/http/responses.ts";
+import type { Handler } from "../_shared/http/router.ts";
+import type { SecretType } from "../_shared/vault/secret-types.ts";
+import { type KeyFailure, keyFailure, type Keyring } from "../_shared/vault/vault-crypto.ts";
+import { parseRevealRequest } from "./requests.ts";
+import { createRevealTokenCheck, revealTokenBucket } from "./reveal-token.ts";
+import { readForReveal, recordRevealFailure, type StoredRow, vaultLimits } from "./vault-store.ts";
+
+interface RevealedSecret {
+  secretType: SecretType;
+  value: string;
+  updatedAt: string;
+}
+
+export interface RevealDeps {
+  readonly db: Database;
+  readonly sessions: SessionTokens;
+  readonly keyring: Keyring;
+  readonly log: Logger;
+  readonly config: Pick<AppConfig, "publicApiKeys" | "rateLimits" | "serverRevealToken">;
+}
+
+export function revealRoute({ db, sessions, keyring, log, config }: RevealDeps): Handler {
+  const limits = vaultLimits(config.rateLimits);
+  const checkRevealToken = createRevealTokenCheck(config.serverRevealToken);
+  const tokenBucket = revealTokenBucket(config.serverRevealToken);
+
+  /** Decrypts every row, collecting by reason the types that cannot be read. */
+  async function decryptAll(rows: readonly StoredRow[], userId: string) {
+    const outcomes = await Promise.allSettled(rows.map((row) =>
+      keyring.decrypt(
+        { ciphertext: row.ciphertext, iv: row.iv, keyId: row.key_id },
+        { userId, secretType: row.secret_type },
+      )
+    ));
+    const failed = new Map<KeyFailure, SecretType[]>();
+    const revealed: RevealedSecret[] = [];
+    outcomes.forEach((outcome, index) => {
+      const row = rows[index];
+      if (outcome.status === "fulfilled") {
+        revealed.push({
+          secretType: row.secret_type,
+          value: outcome.value,
+          updatedAt: row.updated_at.toISOString(),
+        });
+        return;
+      }
+      const reason = keyFailure(outcome.reason);
+      if (reason === null) throw outcome.reason;
+      // Key ids are names, not key material; they tell the operator which key to restore.
+      log.error(reason, { user_id: userId, secret_type: row.secret_type, key_id: row.key_id });
+      failed.set(reason, [...(failed.get(reason) ?? []), row.secret_type]);
+    });
+    return { revealed, failed };
+  }
+
+  return async function reveal(request) {
+    // The server token first: without it nothing about the session is even looked at.
+    await checkRevealToken(request);
+    const session = await sessions.verifyToken(requireSessionToken(request, config.publicApiKeys));
+    const secretTypes = parseRevealRequest(await readJson(request));
+    // The read and its 'reveal' events are one statement, committed before anything is
+    // decrypted or released (as an audit log records a request before it is answered): no value
+    // leaves without its event, and a failed audit, or a session that has ended, reads nothing.
+    const rows = await readForReveal(db, session, secretTypes, await tokenBucket, limits);
+    const { revealed, failed } = await decryptAll(rows, session.userId);
+    if (failed.size > 0) {
+      // Nothing is released, and the trail says so: a second write, on this path only.
+      const unread = new Set([...failed.values()].flat());
+      const types = rows.map((row) => row.secret_type).filter((type) => unread.has(type));
+      await recordRevealFailure(db, session, types).catch((error) => {
+        // The answer below matters more to the caller; the operator sees this in the logs.
+        log.error("reveal_failure_not_recorded", {
+          user_id: session.userId,
+          error: error instanceof Error ? error.name : "unknown",
+        });
+      });
+      throw decryptionFailure(failed);
+    }
+    return json({ secrets: revealed });
+  };
+}
+
+/** The error naming each type that cannot be read; a missing key is reported first. */
+function decryptionFailure(failed: ReadonlyMap<KeyFailure, SecretType[]>): ServiceError {
+  const unavailable = failed.get("encryption_key_unavailable");
+  if (unavailable) {
+    return new ServiceError(
+      "encryption_key_unavailable",
+      `The stored ${unavailable.join(", ")} ${
+        unavailable.length === 1 ? "is" : "are"
+      } encrypted under a key that is not configured; restore that key or save again.`,
+      { secretTypes: unavailable },
+    );
+  }
+  const unreadable = failed.get("decryption_failed")!;
+  return new ServiceError(
+    "decryption_failed",
+    `The stored ${unreadable.join(", ")} could not be decrypted; save again.`,
+    { secretTypes: unreadable },
+  );
+}

@@ -1,0 +1,89 @@
+/** POST /wallet-proof/nonce: a server nonce, bound to the address and chain asked for. */
+import { z } from "zod";
+import type { AppConfig } from "../_shared/config/config.ts";
+import type { Database } from "../_shared/db/db.ts";
+import { checksumAddress } from "../_shared/auth/eth.ts";
+import { clientIp, enforceRateLimit } from "../_shared/auth/rate-limit.ts";
+import { buildSiweMessage, generateNonce, toStatement } from "../_shared/auth/siwe.ts";
+import { readJson } from "../_shared/http/bodies.ts";
+import { ServiceError } from "../_shared/http/errors.ts";
+import { parseRequest } from "../_shared/http/request-issues.ts";
+import { json } from "../_shared/http/responses.ts";
+import type { Handler } from "../_shared/http/router.ts";
+import { requireOrigins } from "./session-answer.ts";
+
+const nonceRequest = z.strictObject({
+  address: z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte hex address")
+    .optional(),
+  chainId: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
+});
+
+export interface NonceDeps {
+  readonly db: Database;
+  readonly config: Pick<
+    AppConfig,
+    "projectName" | "clientIp" | "rateLimits" | "allowedChainIds" | "nonceTtlSeconds"
+  >;
+  readonly signInOrigins: readonly string[];
+}
+
+export function nonceRoute({ db, config, signInOrigins }: NonceDeps): Handler {
+  // Only characters EIP-4361 allows in a statement: a project name with others would otherwise
+  // make every message this server hands out one that its own parser (and wallets) refuse.
+  const statement = toStatement(
+    `Sign in to ${config.projectName}. This signature proves you own this wallet; ` +
+      "it authorizes no transaction and costs no gas.",
+  );
+
+  return async function issueNonce(request) {
+    const origins = requireOrigins(signInOrigins);
+    const body = parseRequest(nonceRequest, (await readJson(request)) ?? {});
+    await enforceRateLimit(db, {
+      bucket: `nonce:ip:${clientIp(request, config.clientIp)}`,
+      limit: config.rateLimits.noncePerIpPerMinute,
+    });
+    const allowedChains = config.allowedChainIds;
+    if (
+      body.chainId !== undefined && allowedChains !== null && !allowedChains.includes(body.chainId)
+    ) {
+      throw new ServiceError("chain_not_allowed", "Sign-in from this chain is not accepted.", {
+        allowedChainIds: allowedChains,
+      });
+    }
+    // The origin the page runs on, when it is one we accept; the caller cannot widen the list.
+    const requestOrigin = request.headers.get("origin");
+    const origin = origins.find((o) => o === requestOrigin) ?? origins[0];
+    const nonce = generateNonce();
+    // Bound to the address and chain asked for: only a proof for them can spend it.
+    const [row] = await db.query<{ issued_at: Date; expires_at: Date }>(
+      `insert into public.auth_nonces (nonce, expires_at, address, chain_id)
+         values ($1, now() + make_interval(secs => $2), $3, $4) returning issued_at, expires_at`,
+      [nonce, config.nonceTtlSeconds, body.address?.toLowerCase() ?? null, body.chainId ?? null],
+    );
+    if (Math.random() < 0.01) {
+      await db.query("delete from public.auth_nonces where expires_at < now() - interval '1 day'");
+    }
+    const fields = {
+      domain: new URL(origin).host,
+      uri: origin,
+      chainId: body.chainId ?? allowedChains?.[0] ?? 1,
+      nonce,
+      issuedAt: row.issued_at,
+      expirationTime: row.expires_at,
+      statement,
+    };
+    return json({
+      nonce,
+      issuedAt: row.issued_at.toISOString(),
+      expiresAt: row.expires_at.toISOString(),
+      domain: fields.domain,
+      uri: fields.uri,
+      chainId: fields.chainId,
+      version: "1",
+      statement,
+      ...(body.address === undefined ? {} : {
+        message: buildSiweMessage({ ...fields, address: checksumAddress(body.address) }),
+      }),
+    });
+  };
+}

@@ -1,0 +1,137 @@
+/**
+ * POST /wallet-proof: the EIP-4361 message and its EIP-191 signature (or a contract wallet's,
+ * contract-proof.ts) exchanged for a session.
+ */
+import { z } from "zod";
+import type { AppConfig } from "../_shared/config/config.ts";
+import type { Database } from "../_shared/db/db.ts";
+import {
+  clientIp,
+  RATE_LIMIT_WINDOW_SECONDS,
+  rateLimited,
+  startRateLimit,
+} from "../_shared/auth/rate-limit.ts";
+import { hashRefreshToken, newRefreshToken } from "../_shared/auth/refresh-tokens.ts";
+import type { SessionTokens } from "../_shared/auth/session-tokens.ts";
+import {
+  checkSiweMessage,
+  MAX_MESSAGE_LENGTH,
+  type SiweFields,
+  verifySignature,
+} from "../_shared/auth/siwe.ts";
+import { MAX_CONTRACT_SIGNATURE_BYTES } from "../_shared/chain/contract-signatures.ts";
+import { MAX_PROOF_BODY_BYTES, readJson } from "../_shared/http/bodies.ts";
+import { ServiceError } from "../_shared/http/errors.ts";
+import { parseRequest } from "../_shared/http/request-issues.ts";
+import type { Handler } from "../_shared/http/router.ts";
+import { type ContractProofCheck, nonceRefusal } from "./contract-proof.ts";
+import { requireOrigins, sessionAnswer } from "./session-answer.ts";
+
+const CLOCK_SKEW_MS = 60_000;
+
+const proofRequest = z.strictObject({
+  message: z.string().min(1).max(MAX_MESSAGE_LENGTH),
+  // 65 bytes from a key; contract wallets' signatures (multisig, passkey, ERC-6492) run longer.
+  signature: z.string().max(2 + 2 * MAX_CONTRACT_SIGNATURE_BYTES),
+});
+
+/** What public.sign_in_with_nonce answers. */
+type SignInResult =
+  | { outcome: "signed_in"; session_id: string; user_id: string; retry_after: null }
+  | { outcome: "rate_limited"; session_id: null; user_id: null; retry_after: number }
+  | {
+    outcome: "nonce_unknown" | "nonce_used" | "nonce_expired" | "nonce_mismatch";
+    session_id: null;
+    user_id: null;
+    retry_after: null;
+  };
+
+export interface ProofDeps {
+  readonly db: Database;
+  readonly sessions: SessionTokens;
+  readonly config: Pick<
+    AppConfig,
+    | "clientIp"
+    | "rateLimits"
+    | "allowedChainIds"
+    | "refreshTokenTtlSeconds"
+    | "accessTokenTtlSeconds"
+  >;
+  readonly signInOrigins: readonly string[];
+  readonly checkContractProof: ContractProofCheck;
+}
+
+export function proofRoute(deps: ProofDeps): Handler {
+  const { db, config, signInOrigins, checkContractProof } = deps;
+
+  return async function exchangeProof(request) {
+    const origins = requireOrigins(signInOrigins);
+    const body = parseRequest(proofRequest, await readJson(request, MAX_PROOF_BODY_BYTES));
+    // The client's attempt is counted while the message and signature are checked (CPU work),
+    // not before it; a 429 still wins over whatever the checks find.
+    const ipLimit = startRateLimit(db, {
+      bucket: `proof:ip:${clientIp(request, config.clientIp)}`,
+      limit: config.rateLimits.proofPerIpPerMinute,
+    });
+    await ipLimit.sent;
+    let fields: SiweFields;
+    let byKey = true;
+    try {
+      fields = checkSiweMessage(body.message, {
+        origins,
+        chainIds: config.allowedChainIds,
+        now: new Date(),
+        clockSkewMs: CLOCK_SKEW_MS,
+      });
+      try {
+        verifySignature(body.message, body.signature, fields.address);
+      } catch (error) {
+        if (!(error instanceof ServiceError)) throw error;
+        byKey = false; // not the address's key: perhaps its contract wallet (ERC-1271/6492)
+      }
+    } finally {
+      await ipLimit.enforced;
+    }
+    if (!byKey) await checkContractProof(request, fields, body.message, body.signature);
+
+    // The rest is one database call (public.sign_in_with_nonce): the wallet's own rate limit,
+    // counted only now that the signature is the wallet's (counted before, anyone could spend its
+    // budget with unsigned attempts and lock its owner out); the nonce consumed by a conditional
+    // update, so two concurrent proofs with one nonce get exactly one session; the wallet's
+    // creator created or reused; the session and its first refresh token stored.
+    const walletAddress = fields.address.toLowerCase();
+    const refreshToken = newRefreshToken();
+    const [result] = await db.query<SignInResult>(
+      "select outcome, session_id, user_id, retry_after from public.sign_in_with_nonce($1, $2, $3, $4, $5, $6, $7, $8)",
+      [
+        fields.nonce,
+        walletAddress,
+        await hashRefreshToken(refreshToken),
+        config.refreshTokenTtlSeconds,
+        config.rateLimits.proofPerAddressPerMinute,
+        RATE_LIMIT_WINDOW_SECONDS,
+        fields.chainId,
+        // A key is the same creator on every chain; a contract wallet is one per chain.
+        byKey ? null : fields.chainId,
+      ],
+    );
+    switch (result.outcome) {
+      case "signed_in":
+        return sessionAnswer(deps, {
+          userId: result.user_id,
+          sessionId: result.session_id,
+          walletAddress,
+        }, refreshToken);
+      case "rate_limited":
+        throw rateLimited(result.retry_after);
+      case "nonce_unknown":
+        throw new ServiceError("nonce_unknown", "This nonce was not issued here.");
+      case "nonce_used":
+        throw new ServiceError("nonce_used", "This nonce has already been used.");
+      case "nonce_expired":
+        throw new ServiceError("nonce_expired", "This nonce has expired; request a new one.");
+      case "nonce_mismatch":
+        throw nonceRefusal(result.outcome);
+    }
+  };
+}
