@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { AppConfig } from "../_shared/config/config.ts";
 import type { Database } from "../_shared/db/db.ts";
 import { checksumAddress } from "../_shared/auth/eth.ts";
-import { clientIp, enforceRateLimit } from "../_shared/auth/rate-limit.ts";
+import { clientIp, RATE_LIMIT_WINDOW_SECONDS, rateLimited } from "../_shared/auth/rate-limit.ts";
 import { buildSiweMessage, generateNonce, toStatement } from "../_shared/auth/siwe.ts";
 import { readJson } from "../_shared/http/bodies.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
@@ -38,10 +38,6 @@ export function nonceRoute({ db, config, signInOrigins }: NonceDeps): Handler {
   return async function issueNonce(request) {
     const origins = requireOrigins(signInOrigins);
     const body = parseRequest(nonceRequest, (await readJson(request)) ?? {});
-    await enforceRateLimit(db, {
-      bucket: `nonce:ip:${clientIp(request, config.clientIp)}`,
-      limit: config.rateLimits.noncePerIpPerMinute,
-    });
     const allowedChains = config.allowedChainIds;
     if (
       body.chainId !== undefined && allowedChains !== null && !allowedChains.includes(body.chainId)
@@ -54,15 +50,24 @@ export function nonceRoute({ db, config, signInOrigins }: NonceDeps): Handler {
     const requestOrigin = request.headers.get("origin");
     const origin = origins.find((o) => o === requestOrigin) ?? origins[0];
     const nonce = generateNonce();
-    // Bound to the address and chain asked for: only a proof for them can spend it.
-    const [row] = await db.query<{ issued_at: Date; expires_at: Date }>(
-      `insert into public.auth_nonces (nonce, expires_at, address, chain_id)
-         values ($1, now() + make_interval(secs => $2), $3, $4) returning issued_at, expires_at`,
-      [nonce, config.nonceTtlSeconds, body.address?.toLowerCase() ?? null, body.chainId ?? null],
+    // One call: the client's rate-limit hit, then (within the limit) the nonce, bound to the
+    // address and chain asked for so that only a proof for them can spend it.
+    const [row] = await db.query<
+      { outcome: "issued" | "rate_limited"; issued_at: Date; expires_at: Date; retry_after: number }
+    >(
+      `select outcome, issued_at, expires_at, retry_after
+         from public.issue_nonce($1, $2, $3, $4, $5, $6, $7)`,
+      [
+        nonce,
+        config.nonceTtlSeconds,
+        body.address?.toLowerCase() ?? null,
+        body.chainId ?? null,
+        `nonce:ip:${clientIp(request, config.clientIp)}`,
+        config.rateLimits.noncePerIpPerMinute,
+        RATE_LIMIT_WINDOW_SECONDS,
+      ],
     );
-    if (Math.random() < 0.01) {
-      await db.query("delete from public.auth_nonces where expires_at < now() - interval '1 day'");
-    }
+    if (row.outcome === "rate_limited") throw rateLimited(row.retry_after);
     const fields = {
       domain: new URL(origin).host,
       uri: origin,

@@ -12,7 +12,7 @@ select results_eq(
           where d.classid = 'pg_proc'::regclass and d.objid = p.oid and d.deptype = 'e')
       order by 1 $$,
   array['admit_contract_check', 'audit_user_secret_change', 'delete_user_secret', 'hit_rate_limit',
-    'nonce_refusal', 'put_user_secret', 'record_reveal_failure', 'record_secret_reveal',
+    'issue_nonce', 'nonce_refusal', 'put_user_secret', 'record_reveal_failure', 'record_secret_reveal',
     'reveal_user_secrets', 'session_is_live', 'sign_in_with_nonce'],
   'public holds exactly these functions of ours'
 );
