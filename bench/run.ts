@@ -11,7 +11,9 @@
  * stored secrets: there are seven types), PUT, and reveal of all seven. Beside them, in the same
  * run, their floors: a bare Deno.serve handler doing the one indexed query each route needs (a
  * read of the creator's rows, a read of its ciphertexts, one upsert) through the same driver
- * (bench/bare-server.ts, checked the same way), and in-process bare secp256k1 recovery of one
+ * (bench/bare-server.ts, checked the same way), each measured right after its route where both
+ * processes can run at once (PostgreSQL; PGlite allows one process per data directory, so there
+ * all routes run first, then all floors), and in-process bare secp256k1 recovery of one
  * signature (viem) beside the peers' sign-in checks (the `siwe` package, viem's
  * verifySiweMessage). Then cold start per function and latency growth from 1 to 100,000 creators.
  *
@@ -28,11 +30,7 @@ import { createPublicClient, custom, recoverMessageAddress } from "viem";
 import { verifySiweMessage, type VerifySiweMessageParameters } from "viem/siwe";
 import { recoverPublicKey } from "../functions/_shared/auth/eth.ts";
 import { personalMessageHash } from "../functions/_shared/auth/eth.ts";
-import {
-  buildSiweMessage,
-  checkSiweMessage,
-  verifySignature,
-} from "../functions/_shared/auth/siwe.ts";
+import { buildSiweMessage, checkSiweMessage, verifySignature } from "../functions/_shared/auth/siwe.ts";
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 import { runLoad, timeLoop } from "./http-load.ts";
 import {
@@ -313,7 +311,11 @@ async function inProcess(result: RunResult) {
       ours.p50Ms,
     ]),
   );
-  return { recoveryP50: recovery.p50Ms };
+  return {
+    /** The floor's recovery timed again now, beside the route it is the floor of. */
+    recoveryNow: async () =>
+      (await timeLoop(() => recoverMessageAddress({ message, signature }), 500)).p50Ms,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -456,7 +458,7 @@ const FLOORS = {
     request: (url: string, user: string) =>
       new Request(`${url}/reveal?user=${user}`, { method: "POST" }),
   },
-  // An audited reveal must commit a write: the same read plus one insert, one round trip.
+  // An audited reveal must commit a write: the same read plus one insert, in one round trip.
   "audited read": {
     label: "bare read (the creator's ciphertexts) + one committed insert",
     request: (url: string, user: string) =>
@@ -472,40 +474,63 @@ const FLOORS = {
 } as const;
 type Floor = keyof typeof FLOORS;
 
-async function bareQueries(engine: BenchEngine, bare: ServerProcess, sessions: Session[]) {
-  const floors = {} as Record<Floor, {
-    loaded: Awaited<ReturnType<typeof runLoad>>;
-    single: Awaited<ReturnType<typeof runLoad>>;
-    cpuUsPerRequest: number | null;
-  }>;
-  for (const floor of Object.keys(FLOORS) as Floor[]) {
-    let cpuBefore: number | null = null;
-    const run = (concurrency: number, durationMs: number) =>
-      runLoad({
-        concurrency,
-        durationMs,
-        warmupMs: WARMUP_MS,
-        beforeMeasuring: async () => {
-          cpuBefore = await serverCpuMs(bare);
-        },
-        request: (w, i) => FLOORS[floor].request(bare.url, sessions[w % sessions.length].userId, i),
-        ok: floor === "write"
-          ? undefined
-          : (response, body) => response.status === 200 && JSON.parse(body).secrets.length === 7,
-      });
-    const loaded = await run(CONCURRENCY, DURATION_MS);
-    const cpuAfter = await serverCpuMs(bare);
-    const cpuUsPerRequest = cpuBefore === null || cpuAfter === null
+/** The floor each route is compared with (wallet-proof's also adds one in-process recovery). */
+const FLOOR_OF: Record<string, Floor> = {
+  nonce: "write",
+  "wallet-proof": "write",
+  list: "read",
+  put: "write",
+  reveal: "audited read",
+};
+/** A second floor a route is also reported against: reveal beside the plain read. */
+const ALSO_AGAINST: Partial<Record<string, Floor>> = { reveal: "ciphertext read" };
+/** The route next to which each floor's own row is measured. */
+const FLOOR_ROW_FROM: Record<Floor, string> = {
+  read: "list",
+  "ciphertext read": "reveal",
+  "audited read": "reveal",
+  write: "put",
+};
+
+interface Measured {
+  result: Awaited<ReturnType<typeof runLoad>>;
+  cpuUsPerRequest: number | null;
+}
+
+/** One floor at one concurrency against the bare server, with its CPU per request. */
+async function measureFloor(
+  engine: BenchEngine,
+  bare: ServerProcess,
+  sessions: Session[],
+  floor: Floor,
+  concurrency: number,
+  durationMs: number,
+): Promise<Measured> {
+  let cpuBefore: number | null = null;
+  const result = await runLoad({
+    concurrency,
+    durationMs,
+    warmupMs: WARMUP_MS,
+    beforeMeasuring: async () => {
+      cpuBefore = await serverCpuMs(bare);
+    },
+    request: (w, i) => FLOORS[floor].request(bare.url, sessions[w % sessions.length].userId, i),
+    ok: floor === "write"
+      ? undefined
+      : (response, body) => response.status === 200 && JSON.parse(body).secrets.length === 7,
+  });
+  const cpuAfter = await serverCpuMs(bare);
+  log(
+    `${engine.name} ${FLOORS[floor].label} at ${concurrency}: p50 ${result.p50Ms.toFixed(2)} ms, ${
+      result.rps.toFixed(0)
+    } req/s`,
+  );
+  return {
+    result,
+    cpuUsPerRequest: cpuBefore === null || cpuAfter === null
       ? null
-      : ((cpuAfter - cpuBefore) * 1000) / loaded.requests;
-    const single = await run(1, SINGLE_MS);
-    log(
-      `${engine.name} ${FLOORS[floor].label}: p50 ${loaded.p50Ms.toFixed(2)} ms, ` +
-        `${loaded.rps.toFixed(0)} req/s; p50 at 1: ${single.p50Ms.toFixed(2)} ms`,
-    );
-    floors[floor] = { loaded, single, cpuUsPerRequest };
-  }
-  return floors;
+      : ((cpuAfter - cpuBefore) * 1000) / result.requests,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -715,7 +740,11 @@ async function growthRun(engine: BenchEngine, result: RunResult) {
 
 // ---------------------------------------------------------------------------------------------
 
-async function benchEngine(engine: BenchEngine, recoveryP50: number, result: RunResult) {
+async function benchEngine(
+  engine: BenchEngine,
+  recoveryNow: () => Promise<number>,
+  result: RunResult,
+) {
   const db = await engine.createDatabase();
   const keys = serverEnv();
   let server = await startChecked(engine, db, keys);
@@ -723,101 +752,177 @@ async function benchEngine(engine: BenchEngine, recoveryP50: number, result: Run
   try {
     log(`${engine.name}: server up at ${server.url}, storage checked (${engine.storage})`);
     const sessions = await workerSessions(server, CONCURRENCY);
-    const proofs = await proofPool(server, 1200);
+    // The floors' own creators: the write floor puts random bytes where ciphertexts were, which
+    // reveal, measured after it, must not find.
+    const floorSessions = await workerSessions(server, CONCURRENCY);
+    const loadedProofs = await proofPool(server, 1200);
+    const singleProofs = await proofPool(server, 400);
+    const phases = [
+      { concurrency: 1, durationMs: SINGLE_MS, proofs: singleProofs },
+      { concurrency: CONCURRENCY, durationMs: DURATION_MS, proofs: loadedProofs },
+    ];
+    const measures = ["nonce", "wallet-proof", "list", "put", "reveal"];
+    // route → [at 1, loaded], and the floor measured for it, likewise.
+    const route: Record<string, Measured[]> = {};
+    const floorFor: Record<string, Measured[]> = {};
+    const alsoFloorFor: Record<string, Measured[]> = {};
+    // wallet-proof's in-process recovery, timed right after it in each phase.
+    const recoveryAt: number[] = [];
+    const measureRoute = async (measure: string, phase: typeof phases[number]) => {
+      const measured = await measureRouteOnly(measure, phase);
+      if (measure === "wallet-proof") recoveryAt.push(await recoveryNow());
+      return measured;
+    };
+    const measureRouteOnly = async (measure: string, phase: typeof phases[number]) => {
+      const { results, cpu } = await routes(
+        engine,
+        server,
+        sessions,
+        phase.concurrency,
+        phase.durationMs,
+        phase.proofs,
+        [measure],
+      );
+      return { result: results[measure], cpuUsPerRequest: cpu[measure] };
+    };
     // Concurrency 1 first, on a database not yet churned by the loaded runs (autovacuum and
     // checkpoints after them were measurably slowing the unqueued latencies).
-    const singleProofs = await proofPool(server, 400);
-    const { results: single } = await routes(engine, server, sessions, 1, SINGLE_MS, singleProofs);
-    const { results, cpu } = await routes(
-      engine,
-      server,
-      sessions,
-      CONCURRENCY,
-      DURATION_MS,
-      proofs,
-    );
-    if (engine.exclusive) await server.stop(); // the floor opens the same database
-    const floor = await engine.startFloor(db, keys);
-    let bare;
-    try {
-      await assertStorage(`the ${engine.name} floor`, floor.url, engine.storage, "/ready");
-      bare = await bareQueries(engine, floor, sessions);
-    } finally {
-      await floor.stop();
-    }
-    if (engine.exclusive) {
+    if (!engine.exclusive) {
+      // Each route, then its floor right after it: a busy moment of a shared machine hits both,
+      // rather than the routes at one time and the floors a minute later.
+      const floor = await engine.startFloor(db, keys);
+      try {
+        await assertStorage(`the ${engine.name} floor`, floor.url, engine.storage, "/ready");
+        for (const phase of phases) {
+          for (const measure of measures) {
+            (route[measure] ??= []).push(await measureRoute(measure, phase));
+            (floorFor[measure] ??= []).push(
+              await measureFloor(
+                engine,
+                floor,
+                floorSessions,
+                FLOOR_OF[measure],
+                phase.concurrency,
+                phase.durationMs,
+              ),
+            );
+            const also = ALSO_AGAINST[measure];
+            if (also !== undefined) {
+              (alsoFloorFor[measure] ??= []).push(
+                await measureFloor(
+                  engine,
+                  floor,
+                  floorSessions,
+                  also,
+                  phase.concurrency,
+                  phase.durationMs,
+                ),
+              );
+            }
+          }
+        }
+      } finally {
+        await floor.stop();
+      }
+    } else {
+      // One process at a time: every route, then every floor.
+      for (const phase of phases) {
+        for (const measure of measures) {
+          (route[measure] ??= []).push(await measureRoute(measure, phase));
+        }
+      }
+      await server.stop();
+      const floor = await engine.startFloor(db, keys);
+      const floors: Partial<Record<Floor, Measured[]>> = {};
+      try {
+        await assertStorage(`the ${engine.name} floor`, floor.url, engine.storage, "/ready");
+        for (const phase of phases) {
+          for (const key of Object.keys(FLOORS) as Floor[]) {
+            (floors[key] ??= []).push(
+              await measureFloor(
+                engine,
+                floor,
+                floorSessions,
+                key,
+                phase.concurrency,
+                phase.durationMs,
+              ),
+            );
+          }
+        }
+      } finally {
+        await floor.stop();
+      }
+      for (const measure of measures) {
+        floorFor[measure] = floors[FLOOR_OF[measure]]!;
+        const also = ALSO_AGAINST[measure];
+        if (also !== undefined) alsoFloorFor[measure] = floors[also]!;
+      }
       // Cold-started functions each get a copy, taken while no process has the directory open.
       template = await copyDir(db.dataDir!, "wallet-vault-bench-template-");
       server = await startChecked(engine, db, keys);
     }
 
     for (const floorKey of Object.keys(FLOORS) as Floor[]) {
-      const { loaded, single, cpuUsPerRequest } = bare[floorKey];
+      const from = FLOOR_ROW_FROM[floorKey];
+      const [single, loaded] = ALSO_AGAINST[from] === floorKey
+        ? alsoFloorFor[from]
+        : floorFor[from];
       result.rows.push({
         id: `${engine.name}/floor:${floorKey}`,
         engine: engine.name,
         measure: `baseline: bare Deno.serve + ${FLOORS[floorKey].label.replace("bare ", "")}`,
         concurrency: CONCURRENCY,
-        requests: loaded.requests,
-        errors: loaded.errors + single.errors,
-        p50Ms: loaded.p50Ms,
-        p99Ms: loaded.p99Ms,
-        rps: loaded.rps,
+        requests: loaded.result.requests,
+        errors: loaded.result.errors + single.result.errors,
+        p50Ms: loaded.result.p50Ms,
+        p99Ms: loaded.result.p99Ms,
+        rps: loaded.result.rps,
         baseline: null,
         baselineP50Ms: null,
         ratio: null,
-        p50At1Ms: single.p50Ms,
-        cpuUsPerRequest,
+        p50At1Ms: single.result.p50Ms,
+        cpuUsPerRequest: loaded.cpuUsPerRequest,
       });
     }
-    // Each route against the one query it cannot do without: the nonce and wallet-proof write
-    // (wallet-proof also recovers one signature), the list and reveal read.
-    const floorOf = (key: Floor, name = FLOORS[key].label): [string, number, number] => [
-      name,
-      bare[key].loaded.p50Ms,
-      bare[key].single.p50Ms,
-    ];
-    const floors: Record<string, [string, number, number]> = {
-      nonce: floorOf("write"),
-      "wallet-proof": [
-        "recovery + bare write",
-        recoveryP50 + bare.write.loaded.p50Ms,
-        recoveryP50 + bare.write.single.p50Ms,
-      ],
-      list: floorOf("read"),
-      put: floorOf("write"),
-      reveal: floorOf("audited read"),
-    };
-    for (const [measure, measured] of Object.entries(results)) {
-      const [baseline, floorMs, floorAt1] = floors[measure];
+    // Each route against the one query it cannot do without, measured next to it: the nonce and
+    // wallet-proof write (wallet-proof also recovers one signature), the list and reveal read.
+    for (const measure of measures) {
+      const [single, loaded] = route[measure];
+      const [floorSingle, floorLoaded] = floorFor[measure];
+      const [recoveryAt1, recoveryLoaded] = measure === "wallet-proof" ? recoveryAt : [0, 0];
+      const floorMs = recoveryLoaded + floorLoaded.result.p50Ms;
+      const floorAt1 = recoveryAt1 + floorSingle.result.p50Ms;
       result.rows.push({
         id: `${engine.name}/${measure}`,
         engine: engine.name,
         measure: ROUTE_LABELS[measure],
         concurrency: CONCURRENCY,
-        requests: measured.requests,
-        errors: measured.errors + single[measure].errors,
-        p50Ms: measured.p50Ms,
-        p99Ms: measured.p99Ms,
-        rps: measured.rps,
-        baseline,
+        requests: loaded.result.requests,
+        errors: loaded.result.errors + single.result.errors,
+        p50Ms: loaded.result.p50Ms,
+        p99Ms: loaded.result.p99Ms,
+        rps: loaded.result.rps,
+        baseline: measure === "wallet-proof"
+          ? "recovery + bare write"
+          : FLOORS[FLOOR_OF[measure]].label,
         baselineP50Ms: floorMs,
-        ratio: measured.p50Ms / floorMs,
-        p50At1Ms: single[measure].p50Ms,
-        ratioAt1: single[measure].p50Ms / floorAt1,
-        cpuUsPerRequest: cpu[measure],
+        ratio: loaded.result.p50Ms / floorMs,
+        p50At1Ms: single.result.p50Ms,
+        ratioAt1: single.result.p50Ms / floorAt1,
+        cpuUsPerRequest: loaded.cpuUsPerRequest,
       });
-      // Reveal (issue 15 item 3): reported against the plain read floor too.
-      if (measure === "reveal") {
-        const plain = bare["ciphertext read"];
+      const also = ALSO_AGAINST[measure];
+      if (also !== undefined) {
+        const [plainSingle, plainLoaded] = alsoFloorFor[measure];
         result.rows.push({
           ...result.rows[result.rows.length - 1],
-          id: `${engine.name}/reveal-vs-plain-read`,
-          measure: `${ROUTE_LABELS.reveal}, against the plain read`,
-          baseline: FLOORS["ciphertext read"].label,
-          baselineP50Ms: plain.loaded.p50Ms,
-          ratio: measured.p50Ms / plain.loaded.p50Ms,
-          ratioAt1: single.reveal.p50Ms / plain.single.p50Ms,
+          id: `${engine.name}/${measure}-vs-${also.replaceAll(" ", "-")}`,
+          measure: `${ROUTE_LABELS[measure]}, against the plain read`,
+          baseline: FLOORS[also].label,
+          baselineP50Ms: plainLoaded.result.p50Ms,
+          ratio: loaded.result.p50Ms / plainLoaded.result.p50Ms,
+          ratioAt1: single.result.p50Ms / plainSingle.result.p50Ms,
         });
       }
     }
@@ -974,14 +1079,14 @@ const runs: RunResult[] = [];
 for (let run = 1; run <= RUNS; run++) {
   log(`run ${run} of ${RUNS}`);
   const result: RunResult = { run, rows: [], coldStart: [], growth: [] };
-  const { recoveryP50 } = await inProcess(result);
-  for (const engine of engines) await benchEngine(engine, recoveryP50, result);
+  const { recoveryNow } = await inProcess(result);
+  for (const engine of engines) await benchEngine(engine, recoveryNow, result);
   runs.push(result);
 }
 
 notes.push(
   "GET /api/secrets and reveal run with 7 stored secrets per creator: the spec has seven secret types, so 7 is the most a creator can store. An answer counts only if it did what the row's label says (GET lists 7, reveal returns 7 values, sign-in issues a session, PUT names the type it saved); anything else is an error.",
-  "Each route's floor is the bare server doing the one query the route cannot do without, through the same driver: GET /api/secrets the creator's rows, reveal the creator's ciphertexts, PUT and the nonce one upsert; wallet-proof's is one signature recovery (viem, in-process p50) plus that write, at the same concurrency.",
+  "Each route's floor is the bare server doing the one query the route cannot do without, through the same driver: GET /api/secrets the creator's rows, reveal the creator's ciphertexts, PUT and the nonce one upsert; wallet-proof's is one signature recovery (viem, in-process p50, timed right after the route) plus that write, at the same concurrency. On PostgreSQL each floor is measured right after its route (the floor rows: next to GET, reveal and PUT); on PGlite, which allows one process per data directory, after all the routes.",
   "Every server, floor and function process gets exactly its engine's environment (only PATH, HOME and Deno's own variables are inherited), and the bench checks the storage each reports before measuring it.",
   "'at 1' columns: the same route at concurrency 1 (unqueued latency) against the floor at concurrency 1; the main columns run at the fixed concurrency, where a two-core machine queues CPU work and p50 tracks throughput.",
   "server CPU µs/req: CPU time (user + system) of the server process per request at the fixed concurrency, from /proc; it moves much less than latency when other work shares the machine.",
