@@ -30,7 +30,11 @@ import { createPublicClient, custom, recoverMessageAddress } from "viem";
 import { verifySiweMessage, type VerifySiweMessageParameters } from "viem/siwe";
 import { recoverPublicKey } from "../functions/_shared/auth/eth.ts";
 import { personalMessageHash } from "../functions/_shared/auth/eth.ts";
-import { buildSiweMessage, checkSiweMessage, verifySignature } from "../functions/_shared/auth/siwe.ts";
+import {
+  buildSiweMessage,
+  checkSiweMessage,
+  verifySignature,
+} from "../functions/_shared/auth/siwe.ts";
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 import { runLoad, timeLoop } from "./http-load.ts";
 import {
@@ -51,6 +55,8 @@ import {
   signIn,
   startProcess,
 } from "./support.ts";
+import { startEdgeShape } from "../tests/support/edge.ts";
+import { findPgBouncer, type PgBouncer, startPgBouncer } from "../tests/support/pgbouncer.ts";
 
 const RUNS = Number(Deno.env.get("BENCH_RUNS") ?? 3);
 const CONCURRENCY = Number(Deno.env.get("BENCH_CONCURRENCY") ?? 8);
@@ -88,11 +94,15 @@ export interface BenchEngine {
   startServer(db: BenchDatabase, keys: Record<string, string>): Promise<ServerProcess>;
   /** The floor server (bench/bare-server.ts): the same driver and settings as the service. */
   startFloor(db: BenchDatabase, keys: Record<string, string>): Promise<ServerProcess>;
-  /** The environment of one function started alone (cold start); `serverUrl` is for the proxy. */
-  functionEnv(db: BenchDatabase, keys: Record<string, string>, serverUrl: string): Record<
-    string,
-    string
-  >;
+  /**
+   * The environment of one function started alone (cold start); `serverUrl` is for the proxy.
+   * null: the functions do not run on this engine (PGlite belongs to the local server alone).
+   */
+  functionEnv(
+    db: BenchDatabase,
+    keys: Record<string, string>,
+    serverUrl: string,
+  ): Record<string, string> | null;
 }
 
 let postgresAdminUrl: string | null = null;
@@ -110,15 +120,79 @@ function localEngine(
     startServer: (db, keys) => startProcess("server/main.ts", { ...keys, ...db.env }),
     startFloor: (db, keys) =>
       startProcess("bench/bare-server.ts", { ...keys, ...db.env }, "/ready"),
-    functionEnv: (db, keys, serverUrl) => ({
-      ...keys,
-      ...db.env,
-      ALLOWED_ORIGINS: "http://127.0.0.1:54321",
-      // The api function forwards to the functions there: the running local server.
-      SUPABASE_URL: serverUrl,
-    }),
+    functionEnv: (db, keys) =>
+      db.engine === "pglite" ? null : {
+        ...keys,
+        ...db.env,
+        ALLOWED_ORIGINS: "http://127.0.0.1:54321",
+      },
   };
 }
+
+/**
+ * The deployed shape (issue 12): the `api` function as its own process with the edge runtime's
+ * permissions only (`--allow-net --allow-env`, tests/support/edge.ts), on Postgres through
+ * PgBouncer in transaction mode; its floor is the bare server through the same pooler, with the
+ * same driver settings (a pooler URL: no prepared statements). Supabase's own gateway is not here.
+ */
+function deployedEngine(): BenchEngine {
+  const poolers = new Map<BenchDatabase, PgBouncer>();
+  return {
+    name: "deployed",
+    storage: "postgres:public.user_secrets",
+    targeted: true,
+    exclusive: false,
+    async available() {
+      postgresAdminUrl ??= await findPostgres();
+      if (postgresAdminUrl === null) return "no Postgres to put a pooler in front of";
+      const lookup = await findPgBouncer(false);
+      return "missing" in lookup ? lookup.missing : null;
+    },
+    async createDatabase() {
+      const direct = await createDatabase("postgres", postgresAdminUrl);
+      const lookup = await findPgBouncer(false);
+      if (!("found" in lookup)) throw new Error(lookup.missing);
+      const pooler = await startPgBouncer(lookup.found, {
+        poolSize: DEPLOYED_POOL_SIZE,
+        upstreamUrl: postgresAdminUrl!,
+      });
+      const name = new URL(direct.url!).pathname.slice(1);
+      const pooled: BenchDatabase = {
+        ...direct,
+        env: { DATABASE_URL: pooler.urlFor(name), DATABASE_MAX_CONNECTIONS: "8" },
+        async drop() {
+          await pooler.stop();
+          await direct.drop();
+        },
+      };
+      poolers.set(pooled, pooler);
+      return pooled;
+    },
+    async startServer(db, keys) {
+      const env = {
+        ...keys,
+        ...db.env,
+        SUPABASE_URL: "https://bench.supabase.co",
+        SUPABASE_DB_URL: db.url!,
+        ALLOWED_ORIGINS: "http://127.0.0.1:54321",
+      };
+      const edge = await startEdgeShape({
+        env,
+        functions: ["api"],
+        instancesPerFunction: 1,
+      });
+      const url = `http://127.0.0.1:${edge.instances.api[0]}`;
+      await assertStorage("the deployed api function", url, "postgres:public.user_secrets");
+      return { url, env, pid: edge.pids[0], pids: edge.pids, stop: () => edge.stop() };
+    },
+    startFloor: (db, keys) =>
+      startProcess("bench/bare-server.ts", { ...keys, ...db.env }, "/ready"),
+    functionEnv: (db, keys) => ({ ...keys, ...db.env, ALLOWED_ORIGINS: "http://127.0.0.1:54321" }),
+  };
+}
+
+/** PgBouncer's server connections per database in the deployed shape: fewer than the clients. */
+const DEPLOYED_POOL_SIZE = 6;
 
 const ENGINES: readonly BenchEngine[] = [
   localEngine(
@@ -146,6 +220,7 @@ const ENGINES: readonly BenchEngine[] = [
     },
     () => createDatabase("pglite", null),
   ),
+  deployedEngine(),
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -631,12 +706,13 @@ async function coldStarts(
     importMs: null,
     overImportMs: null,
   });
-  for (const fn of FUNCTIONS) {
+  // Functions never open PGlite: that engine's cold start is the local server's alone.
+  for (const fn of env === null ? [] : FUNCTIONS) {
     const times: number[] = [];
     const imports: number[] = [];
     for (let i = 0; i <= runs; i++) {
       // An exclusive engine: each process opens its own copy of the data directory.
-      let runEnv = env;
+      let runEnv = env!;
       let copy: string | null = null;
       if (template !== null) {
         copy = await copyDir(template, "wallet-vault-bench-cold-");
@@ -1058,7 +1134,7 @@ async function commit(): Promise<string> {
 
 // ---------------------------------------------------------------------------------------------
 
-const wanted = (Deno.env.get("BENCH_ENGINES") ?? "postgres,pglite").split(",");
+const wanted = (Deno.env.get("BENCH_ENGINES") ?? "postgres,pglite,deployed").split(",");
 const engines: BenchEngine[] = [];
 const notes: string[] = [];
 for (const engine of ENGINES.filter((e) => wanted.includes(e.name))) {

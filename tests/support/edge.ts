@@ -20,6 +20,8 @@ export interface EdgeShape {
   readonly url: string;
   /** Every function instance's own port, by function. */
   readonly instances: Readonly<Record<FunctionName, readonly number[]>>;
+  /** The instances' process ids (the bench sums their CPU time). */
+  readonly pids: readonly number[];
   /** Everything the instances printed (their logs), for leak checks. */
   output(): string;
   stop(): Promise<void>;
@@ -140,6 +142,7 @@ export async function startEdgeShape(options: EdgeOptions): Promise<EdgeShape> {
   return {
     url: `http://127.0.0.1:${gateway.addr.port}`,
     instances,
+    pids: children.map((child) => child.pid),
     output: () => output,
     async stop() {
       await gateway.shutdown();

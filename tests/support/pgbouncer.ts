@@ -21,7 +21,8 @@ export type PgBouncerLookup = { found: { binary: string; asUser: string[] } } | 
 
 const CANDIDATES = ["/usr/sbin/pgbouncer", "/usr/bin/pgbouncer", "/usr/local/bin/pgbouncer"];
 
-export async function findPgBouncer(): Promise<PgBouncerLookup> {
+/** `needsDatabaseUrl`: tests put PgBouncer in front of DATABASE_URL; the bench names its own server. */
+export async function findPgBouncer(needsDatabaseUrl = true): Promise<PgBouncerLookup> {
   let binary: string | undefined;
   for (const candidate of CANDIDATES) {
     try {
@@ -35,7 +36,7 @@ export async function findPgBouncer(): Promise<PgBouncerLookup> {
   if (binary === undefined) {
     return { missing: "pgbouncer is not installed (Debian: apt-get install pgbouncer)" };
   }
-  if (!Deno.env.get("DATABASE_URL")) {
+  if (needsDatabaseUrl && !Deno.env.get("DATABASE_URL")) {
     return { missing: "DATABASE_URL is not set: PgBouncer needs a PostgreSQL server behind it" };
   }
   return { found: { binary, asUser: Deno.uid() === 0 ? ["runuser", "-u", "postgres", "--"] : [] } };
@@ -44,14 +45,16 @@ export async function findPgBouncer(): Promise<PgBouncerLookup> {
 export interface PgBouncerOptions {
   /** Server connections per database/user pair: fewer than the clients that share them. */
   readonly poolSize: number;
+  /** The server behind it (default: DATABASE_URL's). */
+  readonly upstreamUrl?: string;
 }
 
 /** Starts PgBouncer in front of DATABASE_URL's server and waits until it accepts connections. */
 export async function startPgBouncer(
   found: { binary: string; asUser: string[] },
-  { poolSize }: PgBouncerOptions,
+  { poolSize, upstreamUrl }: PgBouncerOptions,
 ): Promise<PgBouncer> {
-  const upstream = new URL(Deno.env.get("DATABASE_URL")!);
+  const upstream = new URL(upstreamUrl ?? Deno.env.get("DATABASE_URL")!);
   const user = decodeURIComponent(upstream.username || "postgres");
   const port = freePort();
   const dir = await Deno.makeTempDir({ prefix: "wallet-vault-pgbouncer-" });
