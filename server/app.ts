@@ -3,7 +3,8 @@
  * /functions/v1/<name> (Supabase's URL shape, so supabase-js works unchanged) and the proxy at /api.
  */
 import { createApiHandler } from "../functions/api/handler.ts";
-import { type ClientIpSource, FORWARDED_FOR } from "../functions/_shared/config/config.ts";
+import { type ClientIpSource } from "../functions/_shared/config/config.ts";
+import { FORWARDED_FOR } from "../functions/_shared/config/env-schema.ts";
 import type { ServiceContext } from "../functions/_shared/context.ts";
 import { ServiceError } from "../functions/_shared/http/errors.ts";
 import { errorResponse } from "../functions/_shared/http/responses.ts";
