@@ -63,22 +63,3 @@ export interface CreatorClaims {
   readonly session_id?: string;
   readonly wallet_address?: string;
 }
-
-/**
- * Runs `work` as the creator: in one transaction with `role authenticated` and the creator's JWT
- * claims set locally, so row-level security, not only the queries' own filters, decides which rows
- * are reachable. Both settings end with the transaction, so a pooled connection never leaks them.
- */
-export function asCreator<T>(
-  db: Database,
-  claims: CreatorClaims,
-  work: (tx: Queryable) => Promise<T>,
-): Promise<T> {
-  return db.transaction(async (tx) => {
-    await tx.query(
-      "select set_config('request.jwt.claims', $1, true), set_config('role', 'authenticated', true)",
-      [JSON.stringify(claims)],
-    );
-    return await work(tx);
-  });
-}
