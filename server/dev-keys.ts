@@ -19,7 +19,7 @@ export interface DevKeys {
 const DEV_KEY_NAMES = ["ENCRYPTION_KEY", "SERVER_REVEAL_TOKEN", "JWT_SECRET"] as const;
 
 /**
- * Fresh development keys, each marked (config.ts: DEV_SECRET_PREFIX, DEV_ENCRYPTION_KEY_MARK) so
+ * Fresh development keys, each marked (config/keyring.ts: DEV_SECRET_PREFIX, DEV_ENCRYPTION_KEY_MARK) so
  * that production refuses them even after they are copied into its environment. The encryption
  * key is the mark's 12 bytes and 20 random ones (160 bits: plenty for data on a laptop).
  */

@@ -1,7 +1,7 @@
 /**
  * One small database interface over both engines (postgres.js for a server, PGlite embedded), so
  * handlers, migrations and tests never care which one they run on. Opening one is the caller's
- * business: a deployed function opens Postgres (db-postgres.ts); only the local server, scripts and
+ * business: a deployed function opens Postgres (postgres.ts); only the local server, scripts and
  * tests can open PGlite (server/database.ts), so it never enters a function's bundle.
  */
 
