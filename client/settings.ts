@@ -163,7 +163,7 @@ async function signOutEverywhere(): Promise<void> {
     try {
       await client.signOut({ scope: "global" });
     } catch (error) {
-      // Still signed in here unless the session had already ended: the user can try again.
+      // Still signed in here unless the session had already ended: the creator can try again.
       announce(`Could not sign out everywhere: ${describeError(error)}`, "error");
       return;
     }

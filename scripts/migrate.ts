@@ -2,10 +2,11 @@
  * `deno task db:migrate`: applies supabase/migrations to DATABASE_URL (or SUPABASE_DB_URL).
  * Safe to run again: applied versions are recorded and skipped.
  */
+import { databaseUrl, processEnv } from "../functions/_shared/config/env-schema.ts";
 import { openDatabase } from "../server/database.ts";
 import { migrate } from "./lib/migrations.ts";
 
-const url = Deno.env.get("DATABASE_URL") || Deno.env.get("SUPABASE_DB_URL");
+const url = databaseUrl(processEnv());
 if (!url) {
   console.error(
     "db:migrate needs DATABASE_URL (or SUPABASE_DB_URL) pointing at a Postgres server.",

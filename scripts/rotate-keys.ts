@@ -14,7 +14,7 @@ import { parseConfig } from "../functions/_shared/config/config.ts";
 import { openDatabase } from "../server/database.ts";
 import { importKeyring } from "../functions/_shared/vault/vault-crypto.ts";
 import { secureDataDir } from "../server/data-dir.ts";
-import { exists, localEnv, parseOrExit } from "../server/local-config.ts";
+import { exists, localEnv, parseOrExit } from "../server/local-settings.ts";
 import { DEFAULT_BATCH_SIZE, rotateKeys } from "./lib/key-rotation.ts";
 
 const { values: args } = parseArgs({

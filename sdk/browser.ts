@@ -81,7 +81,7 @@ export interface VaultClient {
    * Scope "local" (the default): revokes this session on the server (best effort) and forgets it
    * here. Scope "global": revokes every session of this wallet's creator, on every device (after
    * losing one); that is no best effort: it throws a VaultError when the service did not confirm
-   * it, and keeps this session unless the service says it has ended, so the user can retry.
+   * it, and keeps this session unless the service says it has ended, so the creator can retry.
    */
   signOut(options?: SignOutOptions): Promise<{ readonly revokedOnServer: boolean }>;
   /** The stored session, without touching the network; null when signed out. */
@@ -247,7 +247,7 @@ export function createVaultClient(options: VaultClientOptions): VaultClient {
         revokedOnServer = true;
       }
     } catch {
-      // Offline or already ended: forgetting the session here is what the user asked for.
+      // Offline or already ended: forgetting the session here is what the creator asked for.
     } finally {
       await writeSession(null);
     }

@@ -15,7 +15,7 @@ export type ClientErrorCode =
   /** The service answered something that is not its JSON. */
   | "invalid_response"
   // Browser client
-  /** The wallet refused (EIP-1193 4001): the user declined to connect or to sign. */
+  /** The wallet refused (EIP-1193 4001): the creator declined to connect or to sign. */
   | "signature_rejected"
   /** The wallet failed otherwise (locked, no account, unsupported method…). */
   | "wallet_error"
@@ -61,7 +61,7 @@ export class VaultError extends Error {
 
 /** The user declined in the wallet: a normal outcome to show, not a crash. */
 export class SignatureRejectedError extends VaultError {
-  /** Whether the user declined connecting the wallet or signing the message. */
+  /** Whether the creator declined connecting the wallet or signing the message. */
   readonly step: "connect" | "sign";
 
   constructor(step: "connect" | "sign", cause?: unknown) {

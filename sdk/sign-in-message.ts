@@ -2,7 +2,7 @@
  * The EIP-4361 message the wallet is asked to sign. The server builds it (with viem, from the nonce
  * it just stored and the account's EIP-55 checksummed address, which needs keccak-256 that browsers
  * do not ship); the client checks it against the structured fields of the same answer and the
- * connected account before showing it to the wallet, so the user never signs something else.
+ * connected account before showing it to the wallet, so the creator never signs something else.
  */
 
 /** The body of `POST /auth/nonce`. */

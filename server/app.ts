@@ -2,15 +2,18 @@
  * The local stand-in for `supabase start` + `supabase functions serve`: every function at
  * /functions/v1/<name> (Supabase's URL shape, so supabase-js works unchanged) and the proxy at /api.
  */
-import { createApiHandler } from "../functions/api/handler.ts";
-import { type ClientIpSource, FORWARDED_FOR } from "../functions/_shared/config/config.ts";
+import {
+  createApiHandler,
+  FUNCTION_NAME as API,
+  serviceHandlers,
+} from "../functions/api/handler.ts";
+import { type ClientIpSource } from "../functions/_shared/config/config.ts";
+import { FORWARDED_FOR } from "../functions/_shared/config/env-schema.ts";
 import type { ServiceContext } from "../functions/_shared/context.ts";
 import { ServiceError } from "../functions/_shared/http/errors.ts";
 import { errorResponse } from "../functions/_shared/http/responses.ts";
 import { type Handler } from "../functions/_shared/http/router.ts";
 import { serve } from "../functions/_shared/http/serve.ts";
-import { createUserSecretsHandler } from "../functions/user-secrets/handler.ts";
-import { createWalletProofHandler } from "../functions/wallet-proof/handler.ts";
 import { isStaticPath, serveStatic } from "./static.ts";
 
 /**
@@ -29,11 +32,8 @@ export interface LocalApp {
 export function createLocalApp(context: ServiceContext): LocalApp {
   const cors = { allowedOrigins: context.config.allowedOrigins };
   const wrap = (handler: Handler) => serve(handler, cors, context.log);
-  const functions: Record<string, Handler> = {
-    "wallet-proof": wrap(createWalletProofHandler(context)),
-    "user-secrets": wrap(createUserSecretsHandler(context)),
-  };
-  functions.api = wrap(createApiHandler(functions));
+  const functions = serviceHandlers(context, wrap);
+  functions[API] = wrap(createApiHandler(functions));
 
   const assets = wrap(serveStatic);
   const notFound = wrap(() => Promise.reject(new ServiceError("not_found", "No such route.")));
@@ -41,7 +41,7 @@ export function createLocalApp(context: ServiceContext): LocalApp {
     const { pathname } = new URL(request.url);
     const fn = /^\/functions\/v1\/([a-z-]+)(?:\/|$)/.exec(pathname)?.[1];
     if (fn !== undefined && Object.hasOwn(functions, fn)) return functions[fn](request);
-    if (pathname === "/api" || pathname.startsWith("/api/")) return functions.api(request);
+    if (pathname === "/api" || pathname.startsWith("/api/")) return functions[API](request);
     if (isStaticPath(pathname)) return assets(request); // the settings page and browser client
     return notFound(request);
   };

@@ -5,7 +5,8 @@
  * carries a mark production refuses (files written before the marks existed carry none).
  */
 
-import { DEV_ENCRYPTION_KEY_MARK, DEV_SECRET_PREFIX } from "../functions/_shared/config/config.ts";
+import { randomBase64Url } from "../functions/_shared/auth/random.ts";
+import { DEV_ENCRYPTION_KEY_MARK, DEV_SECRET_PREFIX } from "../functions/_shared/config/keyring.ts";
 
 export const DEFAULT_DEV_KEYS_PATH = ".local/dev-keys.json";
 
@@ -17,16 +18,8 @@ export interface DevKeys {
 
 const DEV_KEY_NAMES = ["ENCRYPTION_KEY", "SERVER_REVEAL_TOKEN", "JWT_SECRET"] as const;
 
-function randomBase64Url(bytes: number): string {
-  const raw = crypto.getRandomValues(new Uint8Array(bytes));
-  return btoa(String.fromCharCode(...raw)).replaceAll("+", "-").replaceAll("/", "_").replace(
-    /=+$/,
-    "",
-  );
-}
-
 /**
- * Fresh development keys, each marked (config.ts: DEV_SECRET_PREFIX, DEV_ENCRYPTION_KEY_MARK) so
+ * Fresh development keys, each marked (config/keyring.ts: DEV_SECRET_PREFIX, DEV_ENCRYPTION_KEY_MARK) so
  * that production refuses them even after they are copied into its environment. The encryption
  * key is the mark's 12 bytes and 20 random ones (160 bits: plenty for data on a laptop).
  */

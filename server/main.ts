@@ -9,7 +9,7 @@ import { consoleLogger } from "../functions/_shared/http/log.ts";
 import { atEdge, createLocalApp, LOCAL_ANON_KEY } from "./app.ts";
 import { connectionLimitsFromEnv, serveWithLimits } from "./connection-limits.ts";
 import { secureDataDir } from "./data-dir.ts";
-import { localEnv, parseOrExit } from "./local-config.ts";
+import { localEnv, parseOrExit } from "./local-settings.ts";
 import { migrate } from "../scripts/lib/migrations.ts";
 
 const HOST = "127.0.0.1";

@@ -3,12 +3,8 @@
  * values are refused in every mode, and Supabase's own variables are understood.
  */
 import assert from "node:assert/strict";
-import {
-  ConfigError,
-  DEV_ENCRYPTION_KEY_MARK,
-  DEV_SECRET_PREFIX,
-  parseConfig,
-} from "../functions/_shared/config/config.ts";
+import { ConfigError, parseConfig } from "../functions/_shared/config/config.ts";
+import { DEV_ENCRYPTION_KEY_MARK, DEV_SECRET_PREFIX } from "../functions/_shared/config/keyring.ts";
 import { generateDevKeys, loadOrCreateDevKeys, withDevKeys } from "../server/dev-keys.ts";
 
 const KEY_A = btoa(String.fromCharCode(...new Uint8Array(32).fill(1)));

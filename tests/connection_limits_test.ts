@@ -5,7 +5,7 @@
  * a connection the server should close but does not fails the test through a generous safety
  * wait instead.
  */
-import { FORWARDED_FOR } from "../functions/_shared/config/config.ts";
+import { FORWARDED_FOR } from "../functions/_shared/config/env-schema.ts";
 import assert from "node:assert/strict";
 import { atEdge } from "../server/app.ts";
 import {

@@ -1,5 +1,5 @@
 /**
- * Spec part 1: legacy per-profile columns named like profiles.*_api_key are not read by the
+ * Legacy per-profile columns named like profiles.*_api_key are not read by the
  * runtime; provider keys live only in the vault. This walks every runtime source file and fails
  * on any query of such a column: qualified (`profiles.x_api_key`), inside a SQL string that names
  * the profiles table, or through a supabase-js `.from("profiles")` chain.

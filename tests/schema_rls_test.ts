@@ -3,7 +3,8 @@
  * own vault rows and events, the API roles reach nothing else, and migrations apply once.
  */
 import assert from "node:assert/strict";
-import { asCreator, type CreatorClaims, type Database } from "../functions/_shared/db/db.ts";
+import type { Database } from "../functions/_shared/db/db.ts";
+import { asCreator, type CreatorClaims } from "./support/as-creator.ts";
 import { migrate, readMigrations } from "../scripts/lib/migrations.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 

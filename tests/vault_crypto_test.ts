@@ -4,7 +4,7 @@
  * keys imported once and non-extractable, and errors that carry no key material.
  */
 import assert from "node:assert/strict";
-import type { EncryptionKeySpec } from "../functions/_shared/config/config.ts";
+import type { EncryptionKeySpec } from "../functions/_shared/config/keyring.ts";
 import { ServiceError } from "../functions/_shared/http/errors.ts";
 import { createKeyring, importKeyring } from "../functions/_shared/vault/vault-crypto.ts";
 

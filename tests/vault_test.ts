@@ -6,8 +6,8 @@
 import assert from "node:assert/strict";
 import { decodeJwt } from "jose";
 import { createServiceContext } from "../functions/_shared/context.ts";
-import { asCreator, type CreatorClaims } from "../functions/_shared/db/db.ts";
-import type { EncryptionKeySpec } from "../functions/_shared/config/config.ts";
+import { asCreator, type CreatorClaims } from "./support/as-creator.ts";
+import type { EncryptionKeySpec } from "../functions/_shared/config/keyring.ts";
 import { silentLogger } from "../functions/_shared/http/log.ts";
 import { SECRET_TYPES, type SecretType } from "../functions/_shared/vault/secret-types.ts";
 import { createSessionTokens } from "../functions/_shared/auth/session-tokens.ts";

@@ -4,6 +4,7 @@
  * the missing settings (never their values).
  */
 import { ConfigError, FUNCTION_DEFAULTS, parseConfig } from "./config/config.ts";
+import { processEnv } from "./config/env-schema.ts";
 import { createServiceContext, type ServiceContext } from "./context.ts";
 import { openPostgres } from "./db/postgres.ts";
 import { ServiceError } from "./http/errors.ts";
@@ -14,7 +15,7 @@ import { consoleLogger } from "./http/log.ts";
 
 export function bootFunction(create: (context: ServiceContext) => Handler): Handler {
   try {
-    const config = parseConfig(Deno.env.toObject(), FUNCTION_DEFAULTS);
+    const config = parseConfig(processEnv(), FUNCTION_DEFAULTS);
     // A function has no embedded database: that belongs to the local server alone.
     if (config.database.engine !== "postgres") {
       throw new ConfigError(["a function needs SUPABASE_DB_URL (or DATABASE_URL)"]);

@@ -1,5 +1,5 @@
 /**
- * The thin /api proxy: maps the spec's /api paths onto the wallet-proof and user-secrets handlers
+ * The thin /api proxy: maps the public /api paths onto the wallet-proof and user-secrets handlers
  * and calls them in its own process. Deployed, that is one invocation per request: no second trip
  * through Supabase's gateway, no second cold start. It holds no business logic; the functions answer.
  */
@@ -7,19 +7,43 @@ import type { ServiceContext } from "../_shared/context.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import { MAX_BODY_BYTES, MAX_PROOF_BODY_BYTES, readBody } from "../_shared/http/bodies.ts";
 import { type Handler, subpath } from "../_shared/http/router.ts";
-import { createUserSecretsHandler } from "../user-secrets/handler.ts";
-import { createWalletProofHandler } from "../wallet-proof/handler.ts";
+import {
+  createUserSecretsHandler,
+  FUNCTION_NAME as USER_SECRETS,
+} from "../user-secrets/handler.ts";
+import {
+  createWalletProofHandler,
+  FUNCTION_NAME as WALLET_PROOF,
+} from "../wallet-proof/handler.ts";
 
 export const FUNCTION_NAME = "api";
 
+/**
+ * Every deployed function's name (its folder under functions/), the proxy last: the one list the
+ * local server, the edge-shaped test harness and the bench use. supabase/config.toml, which cannot
+ * import, names them again.
+ */
+export const FUNCTION_NAMES = [WALLET_PROOF, USER_SECRETS, FUNCTION_NAME] as const;
+
+/** The functions behind /api, built from one context, each passed through `wrap`. */
+export function serviceHandlers(
+  context: ServiceContext,
+  wrap: (handler: Handler) => Handler = (handler) => handler,
+): Record<string, Handler> {
+  return {
+    [WALLET_PROOF]: wrap(createWalletProofHandler(context)),
+    [USER_SECRETS]: wrap(createUserSecretsHandler(context)),
+  };
+}
+
 /** /api path (below /api) → [function, path below the function]. */
 export const API_ROUTES: Readonly<Record<string, readonly [string, string]>> = {
-  "/auth/nonce": ["wallet-proof", "/nonce"],
-  "/auth/wallet-proof": ["wallet-proof", ""],
-  "/auth/refresh": ["wallet-proof", "/refresh"],
-  "/auth/logout": ["wallet-proof", "/logout"],
-  "/secrets": ["user-secrets", ""],
-  "/secrets/reveal": ["user-secrets", "/reveal"],
+  "/auth/nonce": [WALLET_PROOF, "/nonce"],
+  "/auth/wallet-proof": [WALLET_PROOF, ""],
+  "/auth/refresh": [WALLET_PROOF, "/refresh"],
+  "/auth/logout": [WALLET_PROOF, "/logout"],
+  "/secrets": [USER_SECRETS, ""],
+  "/secrets/reveal": [USER_SECRETS, "/reveal"],
 };
 
 /** Handlers by function name, each taking requests addressed to `/functions/v1/<name>/…`. */
@@ -55,8 +79,5 @@ export function createApiHandler(functions: FunctionHandlers): Handler {
 
 /** Deployed entry: both functions' handlers in this process, built from the same context. */
 export function createDeployedApiHandler(context: ServiceContext): Handler {
-  return createApiHandler({
-    "wallet-proof": createWalletProofHandler(context),
-    "user-secrets": createUserSecretsHandler(context),
-  });
+  return createApiHandler(serviceHandlers(context));
 }

@@ -49,7 +49,7 @@ export function parseDeleteRequest(body: unknown): { readonly secretType: Secret
   return parse(deleteBody, body, "Send { secretType } as JSON.");
 }
 
-/** The types to reveal, each once, in the spec's order; every type when none are named. */
+/** The types to reveal, each once, in SECRET_TYPES order; every type when none are named. */
 export function parseRevealRequest(body: unknown): SecretType[] {
   const { secretTypes } = parse(
     revealBody,

@@ -115,23 +115,14 @@ export function proofRoute(deps: ProofDeps): Handler {
         byKey ? null : fields.chainId,
       ],
     );
-    switch (result.outcome) {
-      case "signed_in":
-        return sessionAnswer(deps, {
-          userId: result.user_id,
-          sessionId: result.session_id,
-          walletAddress,
-        }, refreshToken);
-      case "rate_limited":
-        throw rateLimited(result.retry_after);
-      case "nonce_unknown":
-        throw new ServiceError("nonce_unknown", "This nonce was not issued here.");
-      case "nonce_used":
-        throw new ServiceError("nonce_used", "This nonce has already been used.");
-      case "nonce_expired":
-        throw new ServiceError("nonce_expired", "This nonce has expired; request a new one.");
-      case "nonce_mismatch":
-        throw nonceRefusal(result.outcome);
+    if (result.outcome === "signed_in") {
+      return sessionAnswer(deps, {
+        userId: result.user_id,
+        sessionId: result.session_id,
+        walletAddress,
+      }, refreshToken);
     }
+    if (result.outcome === "rate_limited") throw rateLimited(result.retry_after);
+    throw nonceRefusal(result.outcome);
   };
 }

@@ -8,9 +8,9 @@
  * What this does not reproduce: Supabase's own gateway (its JWT check, headers and limits), the
  * edge runtime's isolate recycling, wall-clock, CPU and memory limits.
  */
+import { FUNCTION_NAMES } from "../../functions/api/handler.ts";
 import { freePort, waitForPort } from "./ports.ts";
 
-export const FUNCTION_NAMES = ["wallet-proof", "user-secrets", "api"] as const;
 export type FunctionName = typeof FUNCTION_NAMES[number];
 
 const ROOT = new URL("../../", import.meta.url);

@@ -2,7 +2,8 @@
  * Fixed-window rate limits kept in Postgres, so every function instance counts against the same
  * window. One upsert per check (`public.hit_rate_limit`, which sign-in also calls in SQL).
  */
-import { type ClientIpSource, FORWARDED_FOR } from "../config/config.ts";
+import { type ClientIpSource } from "../config/config.ts";
+import { FORWARDED_FOR } from "../config/env-schema.ts";
 import type { Database, Queryable } from "../db/db.ts";
 import { ServiceError } from "../http/errors.ts";
 

@@ -3,12 +3,10 @@
  * database reader cannot mint sessions.
  */
 
+import { randomBase64Url } from "./random.ts";
+
 export function newRefreshToken(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return btoa(String.fromCharCode(...bytes)).replaceAll("+", "-").replaceAll("/", "_").replace(
-    /=+$/,
-    "",
-  );
+  return randomBase64Url(32);
 }
 
 export async function hashRefreshToken(token: string): Promise<Uint8Array> {

@@ -18,7 +18,7 @@ export interface SessionIdentity {
 }
 
 export interface VerifiedSession extends SessionIdentity {
-  /** Claims to hand to `asCreator`, so row-level security sees the same creator. */
+  /** The JWT claims the database sees (request.jwt.claims), so row-level security sees this creator. */
   readonly claims: CreatorClaims;
   readonly expiresAt: number;
 }
@@ -132,15 +132,25 @@ export function createSessionTokens(options: SessionTokenOptions): SessionTokens
 
     async verify(token) {
       const session = await verifyToken(token);
-      const live = await options.db.query(LIVE_SESSION, [session.sessionId, session.userId]);
-      if (live.length === 0) throw sessionEnded();
+      const [{ live }] = await options.db.query<{ live: boolean }>(LIVE_SESSION, [
+        session.sessionId,
+        session.userId,
+      ]);
+      if (!live) throw sessionEnded();
       return session;
     },
   };
 }
 
-const LIVE_SESSION = `select 1 from public.auth_sessions
-  where id = $1 and user_id = $2 and revoked_at is null and expires_at > now()`;
+/**
+ * Whether session `id` of creator `userId` is live (not revoked, not expired), as SQL: the one
+ * definition here; public.session_is_live() applies the same test to the caller's own claims.
+ */
+const isLive = (id: string, userId: string) =>
+  `exists(select 1 from public.auth_sessions
+           where id = ${id} and user_id = ${userId} and revoked_at is null and expires_at > now())`;
+
+const LIVE_SESSION = `select ${isLive("$1", "$2")} as live`;
 
 /** The one error for a session that was logged out, revoked or has expired in the database. */
 export const sessionEnded = (): ServiceError =>
@@ -154,12 +164,10 @@ export const sessionEnded = (): ServiceError =>
 const AS_LIVE_SESSION = `select set_config('request.jwt.claims', $1, true),
         set_config('role', case when live then 'authenticated' else 'anon' end, true),
         live
-   from (select exists(select 1 from public.auth_sessions
-          where id = $2 and user_id = $3 and revoked_at is null and expires_at > now())
-         as live) as session`;
+   from (select ${isLive("$2", "$3")} as live) as session`;
 
 /**
- * Runs one statement as the session's creator, like asCreator, and checks in the same transaction,
+ * Runs one statement as the session's creator (its role and JWT claims), and checks in the same transaction,
  * in the statement that sets the creator's role, that the session is still live: the check and the
  * statement see one snapshot, and an ended session gets session_revoked. BEGIN, the check, the
  * statement and COMMIT go out together (Database.batch): one round trip for the whole request.

@@ -1,16 +1,23 @@
 /**
- * Configuration, validated with zod in this one module. Every function and the local server read
- * their settings through `parseConfig`; nothing else touches `Deno.env`.
+ * Configuration: the environment (env-schema.ts) read into one checked AppConfig. Every function
+ * and the local server read their settings through `parseConfig`; a function gets its environment
+ * from processEnv() (env-schema.ts), the local server and the operator commands from
+ * server/local-settings.ts, and nothing else reads `Deno.env`.
  */
-import { z } from "zod";
 import type { DatabaseSettings } from "../db/db.ts";
+import { databaseUrl, type Env, envSchema, FORWARDED_FOR } from "./env-schema.ts";
+import { type EncryptionKeySpec, parseKeyring, weakSecrets } from "./keyring.ts";
+import {
+  isPoolerUrl,
+  parseChainIds,
+  parseChainRpcUrls,
+  parseOrigin,
+  parseOrigins,
+  parsePublishableKeys,
+  withoutPoolerHint,
+} from "./parse.ts";
 
 export type AppEnv = "development" | "test" | "production";
-
-export interface EncryptionKeySpec {
-  readonly id: string;
-  readonly key: Uint8Array;
-}
 
 /**
  * Where the client's address comes from (per-IP rate limits). Only what a trusted proxy wrote may
@@ -25,8 +32,6 @@ export interface ClientIpSource {
    */
   readonly trustedHops: number;
 }
-
-export const FORWARDED_FOR = "x-forwarded-for";
 
 export interface AppConfig {
   readonly appEnv: AppEnv;
@@ -67,9 +72,7 @@ export interface AppConfig {
   /** The deadline for one contract-wallet check, every RPC call in it included. */
   readonly chainRpcTimeoutMs: number;
   readonly supabase: {
-    readonly url: string | null;
     readonly anonKey: string | null;
-    readonly serviceRoleKey: string | null;
   };
   /**
    * The project's public keys (SUPABASE_ANON_KEY and every SUPABASE_PUBLISHABLE_KEYS value).
@@ -107,82 +110,6 @@ export const REQUIRED_IN_PRODUCTION = [
 ] as const;
 
 /**
- * The marks the local server puts on the development keys it generates (server/dev-keys.ts), so
- * production refuses them wherever they are copied to: the secrets start with `dev-`, and every
- * development encryption key's base64 text starts with `devKeyNotForProd` (its first 12 bytes).
- */
-export const DEV_SECRET_PREFIX = "dev-";
-export const DEV_ENCRYPTION_KEY_MARK = "devKeyNotForProd";
-const DEV_KEY_MARK_BYTES = Uint8Array.from(atob(DEV_ENCRYPTION_KEY_MARK), (c) => c.charCodeAt(0));
-
-const KEY_ID = /^[A-Za-z0-9_-]{1,32}$/;
-const SINGLE_KEY_ID = "k1";
-
-const blankToUndefined = (value: unknown) =>
-  typeof value === "string" && value.trim() === "" ? undefined : value;
-const optionalString = z.preprocess(blankToUndefined, z.string().trim().optional());
-const positiveInt = (fallback: number, max: number) =>
-  z.preprocess(blankToUndefined, z.coerce.number().int().min(1).max(max).default(fallback));
-const secretString = (name: string) =>
-  z.preprocess(
-    blankToUndefined,
-    z.string().min(32, `${name} must be at least 32 characters`).optional(),
-  );
-const envSchema = z.object({
-  APP_ENV: z.preprocess(
-    blankToUndefined,
-    z.enum(["development", "test", "production"]).default("development"),
-  ),
-  PORT: z.preprocess(blankToUndefined, z.coerce.number().int().min(0).max(65535).default(54321)),
-  PROJECT_NAME: optionalString,
-  DATABASE_URL: optionalString,
-  SUPABASE_DB_URL: optionalString,
-  DATABASE_MAX_CONNECTIONS: z.preprocess(
-    blankToUndefined,
-    z.coerce.number().int().min(1).max(1000).optional(),
-  ),
-  DATABASE_PREPARE: z.preprocess(blankToUndefined, z.enum(["true", "false", "1", "0"]).optional()),
-  DATABASE_TIMEOUT_MS: positiveInt(5000, 600_000),
-  PGLITE_DATA_DIR: optionalString,
-  ENCRYPTION_KEYS: optionalString,
-  ENCRYPTION_KEY: optionalString,
-  SERVER_REVEAL_TOKEN: secretString("SERVER_REVEAL_TOKEN"),
-  JWT_SECRET: secretString("JWT_SECRET"),
-  ALLOWED_ORIGINS: optionalString,
-  ALLOWED_CHAIN_IDS: optionalString,
-  NONCE_TTL_SECONDS: positiveInt(600, 86_400),
-  ACCESS_TOKEN_TTL_SECONDS: positiveInt(3600, 86_400),
-  REFRESH_TOKEN_TTL_SECONDS: positiveInt(30 * 86_400, 365 * 86_400),
-  RATE_LIMIT_NONCE_PER_MINUTE: positiveInt(60, 1_000_000),
-  RATE_LIMIT_PROOF_PER_MINUTE: positiveInt(30, 1_000_000),
-  RATE_LIMIT_PROOF_PER_ADDRESS_PER_MINUTE: positiveInt(10, 1_000_000),
-  RATE_LIMIT_VAULT_WRITES_PER_MINUTE: positiveInt(60, 1_000_000),
-  RATE_LIMIT_REVEALS_PER_MINUTE: positiveInt(60, 1_000_000),
-  RATE_LIMIT_REVEALS_PER_TOKEN_PER_MINUTE: positiveInt(6000, 1_000_000),
-  CLIENT_IP_HEADER: z.preprocess(
-    blankToUndefined,
-    z.string().trim().toLowerCase().regex(
-      /^[a-z0-9][a-z0-9-]{0,63}$/,
-      "must be a header name like x-forwarded-for or cf-connecting-ip",
-    ).default(FORWARDED_FOR),
-  ),
-  CLIENT_IP_TRUSTED_HOPS: z.preprocess(
-    blankToUndefined,
-    z.coerce.number().int().min(1).max(10).optional(),
-  ),
-  RATE_LIMIT_RPC_PER_MINUTE: positiveInt(10, 1_000_000),
-  RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE: positiveInt(10, 1_000_000),
-  CHAIN_RPC_URLS: optionalString,
-  CHAIN_RPC_TIMEOUT_MS: positiveInt(3000, 60_000),
-  SUPABASE_URL: optionalString,
-  SUPABASE_ANON_KEY: optionalString,
-  SUPABASE_SERVICE_ROLE_KEY: optionalString,
-  SUPABASE_PUBLISHABLE_KEYS: optionalString,
-});
-
-type Env = Readonly<Record<string, string | undefined>>;
-
-/**
  * Validates the environment. Throws ConfigError naming every problem at once: malformed values
  * in any mode, and in production every missing required setting.
  */
@@ -200,8 +127,8 @@ export function parseConfig(env: Env, defaults: ConfigDefaults = LOCAL_SERVER_DE
   const problems: string[] = [];
   const production = vars.APP_ENV === "production";
 
-  const databaseUrl = vars.DATABASE_URL ?? vars.SUPABASE_DB_URL;
-  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+  const url = databaseUrl(vars);
+  if (url !== undefined && !/^postgres(ql)?:\/\//.test(url)) {
     problems.push("DATABASE_URL must be a postgres:// or postgresql:// URL");
   }
   const encryptionKeys = parseKeyring(
@@ -240,14 +167,14 @@ export function parseConfig(env: Env, defaults: ConfigDefaults = LOCAL_SERVER_DE
   }
   if (problems.length > 0) throw new ConfigError(problems);
 
-  const database: DatabaseSettings = databaseUrl !== undefined
+  const database: DatabaseSettings = url !== undefined
     ? {
       engine: "postgres",
-      url: withoutPoolerHint(databaseUrl),
+      url: withoutPoolerHint(url),
       maxConnections: vars.DATABASE_MAX_CONNECTIONS ?? defaults.maxConnections,
       // A transaction pooler hands each transaction whichever server connection is free, where a
       // statement prepared on another one does not exist.
-      prepare: !isPoolerUrl(databaseUrl) && vars.DATABASE_PREPARE !== "false" &&
+      prepare: !isPoolerUrl(url) && vars.DATABASE_PREPARE !== "false" &&
         vars.DATABASE_PREPARE !== "0",
       queryTimeoutMs: vars.DATABASE_TIMEOUT_MS,
     }
@@ -280,11 +207,7 @@ export function parseConfig(env: Env, defaults: ConfigDefaults = LOCAL_SERVER_DE
     clientIp: { header: vars.CLIENT_IP_HEADER, trustedHops: vars.CLIENT_IP_TRUSTED_HOPS ?? 1 },
     chainRpcUrls,
     chainRpcTimeoutMs: vars.CHAIN_RPC_TIMEOUT_MS,
-    supabase: {
-      url: supabaseUrl,
-      anonKey: vars.SUPABASE_ANON_KEY ?? null,
-      serviceRoleKey: vars.SUPABASE_SERVICE_ROLE_KEY ?? null,
-    },
+    supabase: { anonKey: vars.SUPABASE_ANON_KEY ?? null },
     publicApiKeys: [
       ...(vars.SUPABASE_ANON_KEY === undefined ? [] : [vars.SUPABASE_ANON_KEY]),
       ...publishableKeys,
@@ -292,49 +215,11 @@ export function parseConfig(env: Env, defaults: ConfigDefaults = LOCAL_SERVER_DE
   };
 }
 
-/**
- * Supabase's transaction poolers: Supavisor on port 6543, or any URL marked `?pgbouncer=true`
- * (the convention Prisma and Supabase's docs use for PgBouncer).
- */
-export function isPoolerUrl(url: string): boolean {
-  try {
-    const parsed = new URL(url);
-    return parsed.port === "6543" || parsed.searchParams.get("pgbouncer") === "true";
-  } catch {
-    return false;
-  }
-}
-
-/** The driver would send `pgbouncer=true` to the server as a startup parameter; it is only a hint. */
-function withoutPoolerHint(url: string): string {
-  const parsed = new URL(url);
-  if (!parsed.searchParams.has("pgbouncer")) return url;
-  parsed.searchParams.delete("pgbouncer");
-  return parsed.toString();
-}
-
-/**
- * SUPABASE_PUBLISHABLE_KEYS as Supabase provides it: a JSON object of named keys
- * (`{"default":"sb_publishable_…"}`). A bare key is accepted too.
- */
-function parsePublishableKeys(value: string | undefined, problems: string[]): string[] {
-  if (value === undefined) return [];
-  if (!value.startsWith("{")) return [value];
-  try {
-    const keys = Object.values(JSON.parse(value) as Record<string, unknown>);
-    if (keys.every((key): key is string => typeof key === "string" && key.length > 0)) return keys;
-  } catch {
-    // reported below
-  }
-  problems.push("SUPABASE_PUBLISHABLE_KEYS must be a JSON object of named keys");
-  return [];
-}
-
 /** One line naming every required production setting that is absent (not: malformed). */
 function missingInProduction(env: Env): string[] {
   const given = (...names: string[]) => names.some((name) => Boolean(env[name]?.trim()));
   const present = [
-    given("DATABASE_URL", "SUPABASE_DB_URL"),
+    databaseUrl(env) !== undefined,
     given("ENCRYPTION_KEYS", "ENCRYPTION_KEY"),
     given("SERVER_REVEAL_TOKEN"),
     given("JWT_SECRET"),
@@ -342,169 +227,4 @@ function missingInProduction(env: Env): string[] {
   ];
   const missing = REQUIRED_IN_PRODUCTION.filter((_, index) => !present[index]);
   return missing.length === 0 ? [] : [`APP_ENV=production requires ${missing.join(", ")}`];
-}
-
-/** `ENCRYPTION_KEYS=k2:<base64>,k1:<base64>` (first encrypts) or one `ENCRYPTION_KEY=<base64>` (id k1). */
-function parseKeyring(
-  keyring: string | undefined,
-  single: string | undefined,
-  problems: string[],
-  production: boolean,
-): EncryptionKeySpec[] {
-  if (keyring !== undefined && single !== undefined) {
-    problems.push("set ENCRYPTION_KEYS or ENCRYPTION_KEY, not both");
-    return [];
-  }
-  const entries = keyring !== undefined
-    ? keyring.split(",").map((entry, index) => {
-      const separator = entry.indexOf(":");
-      return separator < 0
-        ? { id: "", encoded: entry, label: `ENCRYPTION_KEYS entry ${index + 1}` }
-        : {
-          id: entry.slice(0, separator).trim(),
-          encoded: entry.slice(separator + 1).trim(),
-          label: `ENCRYPTION_KEYS entry ${index + 1}`,
-        };
-    })
-    : single !== undefined
-    ? [{ id: SINGLE_KEY_ID, encoded: single, label: "ENCRYPTION_KEY" }]
-    : [];
-  const keys: EncryptionKeySpec[] = [];
-  for (const { id, encoded, label } of entries) {
-    // Never echo the value: the message names the entry, not its content.
-    if (!KEY_ID.test(id)) {
-      problems.push(`${label} needs an id like k2:<base64> (letters, digits, _ or -)`);
-      continue;
-    }
-    const key = decodeBase64(encoded);
-    if (key === null || key.length !== 32) {
-      problems.push(`${label} must be 32 bytes encoded as base64`);
-      continue;
-    }
-    if (keys.some((k) => k.id === id)) {
-      problems.push(`${label} repeats the key id ${id}`);
-      continue;
-    }
-    if (production) problems.push(...weakKey(key, label));
-    keys.push({ id, key });
-  }
-  return keys;
-}
-
-/**
- * Production refuses keys that are not 32 random bytes. Thresholds a random key misses by far:
- * fewer than 16 distinct bytes (all zeros, one byte repeated, a short pattern) has a chance near
- * 1e-17, and 32 printable ASCII bytes (a password encoded as base64) near 1e-14.
- */
-function weakKey(key: Uint8Array, label: string): string[] {
-  if (DEV_KEY_MARK_BYTES.every((byte, i) => key[i] === byte)) {
-    return [`${label} is a development key made by the local server; generate one for production`];
-  }
-  if (new Set(key).size < 16) {
-    return [`${label} is not random: too few distinct bytes (all zeros or a repeated pattern)`];
-  }
-  if (key.every((byte) => byte >= 0x20 && byte <= 0x7e)) {
-    return [`${label} is not random: every byte is printable text (a password in base64?)`];
-  }
-  return [];
-}
-
-/** Production refuses development secrets, uniform ones, and one secret used for both roles. */
-function weakSecrets(revealToken: string | undefined, jwtSecret: string | undefined): string[] {
-  const problems: string[] = [];
-  for (const [name, value] of [["SERVER_REVEAL_TOKEN", revealToken], ["JWT_SECRET", jwtSecret]]) {
-    if (value === undefined) continue;
-    if (value.startsWith(DEV_SECRET_PREFIX)) {
-      problems.push(
-        `${name} is a development secret made by the local server; generate one for production`,
-      );
-    } else if (new Set(value).size < 6) {
-      problems.push(`${name} is not random: fewer than 6 distinct characters`);
-    }
-  }
-  // Whoever holds the reveal token could otherwise sign session tokens for anyone, then reveal.
-  if (revealToken !== undefined && revealToken === jwtSecret) {
-    problems.push("SERVER_REVEAL_TOKEN must differ from JWT_SECRET");
-  }
-  return problems;
-}
-
-function decodeBase64(encoded: string): Uint8Array | null {
-  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(encoded)) return null;
-  try {
-    const normalised = encoded.replaceAll("-", "+").replaceAll("_", "/");
-    return Uint8Array.from(atob(normalised), (c) => c.charCodeAt(0));
-  } catch {
-    return null;
-  }
-}
-
-function parseOrigins(list: string | undefined, problems: string[]): string[] {
-  if (list === undefined) return [];
-  return list.split(",").map((o) => o.trim()).filter(Boolean)
-    .map((origin) => parseOrigin(origin, "ALLOWED_ORIGINS", problems))
-    .filter((origin): origin is string => origin !== null);
-}
-
-function parseOrigin(value: string, name: string, problems: string[]): string | null {
-  try {
-    const url = new URL(value);
-    if (url.protocol !== "https:" && url.protocol !== "http:") throw new TypeError();
-    return url.origin;
-  } catch {
-    problems.push(`${name} must hold http(s) origins like https://app.example.com`);
-    return null;
-  }
-}
-
-function parseChainIds(list: string | undefined, problems: string[]): number[] | null {
-  if (list === undefined || list === "*") return null;
-  const ids = list.split(",").map((id) => Number(id.trim()));
-  if (ids.some((id) => !Number.isSafeInteger(id) || id < 1)) {
-    problems.push("ALLOWED_CHAIN_IDS must be positive integers separated by commas, or *");
-    return null;
-  }
-  return ids;
-}
-
-/**
- * `CHAIN_RPC_URLS=1=https://…,8453=https://…`: a comma starts a new entry only before `<digits>=`,
- * so a comma inside a URL stays in it. Problems name the entry, never the URL (it may hold a key).
- * Production wants https: an RPC answer decides whether a contract wallet's signature is valid.
- */
-function parseChainRpcUrls(
-  list: string | undefined,
-  production: boolean,
-  problems: string[],
-): Map<number, string> {
-  const urls = new Map<number, string>();
-  if (list === undefined) return urls;
-  for (const [index, entry] of list.split(/,\s*(?=\d+\s*=)/).entries()) {
-    const label = `CHAIN_RPC_URLS entry ${index + 1}`;
-    const match = /^\s*(\d{1,16})\s*=\s*(\S+)\s*$/.exec(entry);
-    const chainId = match === null ? NaN : Number(match[1]);
-    if (match === null || !Number.isSafeInteger(chainId) || chainId < 1) {
-      problems.push(`${label} must be <chainId>=<http(s) URL>`);
-      continue;
-    }
-    let url: URL | null = null;
-    try {
-      url = new URL(match[2]);
-    } catch {
-      // reported below
-    }
-    const schemes = production ? ["https:"] : ["https:", "http:"];
-    if (url === null || !schemes.includes(url.protocol)) {
-      problems.push(
-        `${label} (chain ${chainId}) must be an ${production ? "https" : "http(s)"} URL`,
-      );
-      continue;
-    }
-    if (urls.has(chainId)) {
-      problems.push(`${label} repeats chain ${chainId}`);
-      continue;
-    }
-    urls.set(chainId, url.href);
-  }
-  return urls;
 }

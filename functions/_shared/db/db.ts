@@ -1,7 +1,7 @@
 /**
  * One small database interface over both engines (postgres.js for a server, PGlite embedded), so
  * handlers, migrations and tests never care which one they run on. Opening one is the caller's
- * business: a deployed function opens Postgres (db-postgres.ts); only the local server, scripts and
+ * business: a deployed function opens Postgres (postgres.ts); only the local server, scripts and
  * tests can open PGlite (server/database.ts), so it never enters a function's bundle.
  */
 
@@ -62,23 +62,4 @@ export interface CreatorClaims {
   readonly role: "authenticated";
   readonly session_id?: string;
   readonly wallet_address?: string;
-}
-
-/**
- * Runs `work` as the creator: in one transaction with `role authenticated` and the creator's JWT
- * claims set locally, so row-level security, not only the queries' own filters, decides which rows
- * are reachable. Both settings end with the transaction, so a pooled connection never leaks them.
- */
-export function asCreator<T>(
-  db: Database,
-  claims: CreatorClaims,
-  work: (tx: Queryable) => Promise<T>,
-): Promise<T> {
-  return db.transaction(async (tx) => {
-    await tx.query(
-      "select set_config('request.jwt.claims', $1, true), set_config('role', 'authenticated', true)",
-      [JSON.stringify(claims)],
-    );
-    return await work(tx);
-  });
 }

@@ -1,5 +1,6 @@
 import { setImmediate } from "node:timers";
 import postgres from "postgres";
+import { CONNECTION_LOST_CODES } from "./unavailable.ts";
 import type { Database, DatabaseSettings, Queryable, Row, SentQuery, Statement } from "./db.ts";
 
 type PostgresSettings = Extract<DatabaseSettings, { engine: "postgres" }>;
@@ -21,15 +22,7 @@ export class DatabaseDeadlineError extends Error {
  * connection object wedged (a write scheduled before the close is kept and blocks the next startup
  * message), so the pool that saw one is replaced rather than reused.
  */
-const CONNECTION_LOST = new Set([
-  "CONNECTION_CLOSED",
-  "ECONNRESET",
-  "EPIPE",
-  "57P01", // admin_shutdown
-  "57P02", // crash_shutdown
-  "08003",
-  "08006",
-]);
+const CONNECTION_LOST = new Set(CONNECTION_LOST_CODES);
 
 export function openPostgres(settings: PostgresSettings): Database {
   const timeoutMs = settings.queryTimeoutMs;

@@ -68,32 +68,3 @@ export class ServiceError extends Error {
     return ERROR_STATUS[this.code];
   }
 }
-
-/** Driver errors that mean "the database cannot be reached right now", on both engines. */
-const UNAVAILABLE_CODES = new Set([
-  "ECONNREFUSED",
-  "ECONNRESET",
-  "ETIMEDOUT",
-  "EPIPE",
-  "CONNECT_TIMEOUT",
-  "CONNECTION_CLOSED",
-  "CONNECTION_ENDED",
-  "CONNECTION_DESTROYED",
-  "57P01", // admin_shutdown
-  "57P02", // crash_shutdown
-  "57P03", // cannot_connect_now
-  "57014", // query_canceled (statement_timeout)
-  "53300", // too_many_connections
-  "08000",
-  "08001",
-  "08003",
-  "08006",
-]);
-
-export function isDatabaseUnavailable(error: unknown): boolean {
-  if (typeof error !== "object" || error === null) return false;
-  const code = (error as { code?: unknown }).code;
-  if (typeof code === "string" && UNAVAILABLE_CODES.has(code)) return true;
-  const name = (error as { name?: unknown }).name;
-  return name === "ConnectionRefused" || name === "ConnectionReset" || name === "TimedOut";
-}

@@ -3,7 +3,8 @@
  * own answer, a lost database a 503, anything else a generic 500 whose details stay in the log
  * (by name and code only, since driver messages can quote parameters).
  */
-import { isDatabaseUnavailable, ServiceError } from "./errors.ts";
+import { isDatabaseUnavailable } from "../db/unavailable.ts";
+import { ServiceError } from "./errors.ts";
 import type { Logger } from "./log.ts";
 
 const JSON_HEADERS = {

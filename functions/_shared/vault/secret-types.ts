@@ -1,5 +1,5 @@
 /**
- * The single source of the vault's secret types (spec part 2). The database constraint, the zod
+ * The single source of the vault's secret types. The database constraint, the zod
  * enums, `GET /api/secrets`'s `secretTypes`, provider routing and the docs all derive from here;
  * a test proves the migration's CHECK constraint lists exactly these values.
  */
@@ -21,7 +21,7 @@ export interface SecretTypeInfo {
   readonly purpose: string;
 }
 
-/** In the spec's order: the order of `secretTypes` and of the masked `secrets` list. */
+/** In this order: the order of `secretTypes` and of the masked `secrets` list. */
 export const SECRET_TYPE_INFO = {
   provider_a_api_key: {
     provider: "provider_a",
@@ -89,10 +89,4 @@ export const PROVIDER_IDS = Object.keys(PROVIDERS) as ProviderId[];
 
 export function isSecretType(value: unknown): value is SecretType {
   return typeof value === "string" && Object.hasOwn(SECRET_TYPE_INFO, value);
-}
-
-/** Sorts types into the spec's order, so every list the service returns is stable. */
-export function inSpecOrder<T extends { secretType: SecretType }>(items: readonly T[]): T[] {
-  const rank = (type: SecretType) => SECRET_TYPES.indexOf(type);
-  return [...items].sort((a, b) => rank(a.secretType) - rank(b.secretType));
 }

@@ -4,7 +4,7 @@
  * imported once, as non-extractable CryptoKeys, and neither their bytes nor anything derived from
  * them ever leaves this module (not into SQL, logs or error messages).
  */
-import type { EncryptionKeySpec } from "../config/config.ts";
+import type { EncryptionKeySpec } from "../config/keyring.ts";
 import { ServiceError } from "../http/errors.ts";
 import type { SecretType } from "./secret-types.ts";
 

@@ -1,9 +1,11 @@
 /**
- * How the local server and the operator commands (scripts/) start from the environment: the
- * development keys fill its gaps outside production, config parsers read it, and a configuration
- * error is printed and exits 1 instead of becoming a stack trace.
+ * The local server's and the operator commands' (scripts/) one reader of the environment: the
+ * development keys fill its gaps outside production, the parsers beside it read it (parseConfig
+ * for the function settings, connectionLimitsFromEnv for the local server's own), and a
+ * configuration error is printed and exits 1 instead of becoming a stack trace.
  */
 import { ConfigError } from "../functions/_shared/config/config.ts";
+import { processEnv } from "../functions/_shared/config/env-schema.ts";
 import {
   DEFAULT_DEV_KEYS_PATH,
   loadOrCreateDevKeys,
@@ -25,7 +27,7 @@ export interface LocalEnv {
  * reads an existing one, since keys it made up could decrypt nothing.
  */
 export async function localEnv(options: { readonly createDevKeys: boolean }): Promise<LocalEnv> {
-  const env: Env = Deno.env.toObject();
+  const env: Env = { ...processEnv() };
   if (env.APP_ENV === "production" || !needsDevKeys(env)) return { env, devKeys: null };
   const path = env.DEV_KEYS_FILE || DEFAULT_DEV_KEYS_PATH;
   if (!options.createDevKeys && !(await exists(path))) return { env, devKeys: null };

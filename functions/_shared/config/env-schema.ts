@@ -1,0 +1,82 @@
+/**
+ * The environment variables configuration reads, as one zod schema: each one's type, bounds and
+ * default. What they mean together (and what production requires) is config.ts's business.
+ */
+import { z } from "zod";
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+/** The process environment. Configuration (config.ts) is the one reader of it in a function. */
+export function processEnv(): Env {
+  return Deno.env.toObject();
+}
+
+/** The database to use: DATABASE_URL, else SUPABASE_DB_URL (what Supabase sets for a function). */
+export function databaseUrl(
+  env: { readonly DATABASE_URL?: string; readonly SUPABASE_DB_URL?: string },
+): string | undefined {
+  return env.DATABASE_URL?.trim() || env.SUPABASE_DB_URL?.trim() || undefined;
+}
+
+export const FORWARDED_FOR = "x-forwarded-for";
+
+const blankToUndefined = (value: unknown) =>
+  typeof value === "string" && value.trim() === "" ? undefined : value;
+const optionalString = z.preprocess(blankToUndefined, z.string().trim().optional());
+const positiveInt = (fallback: number, max: number) =>
+  z.preprocess(blankToUndefined, z.coerce.number().int().min(1).max(max).default(fallback));
+const secretString = (name: string) =>
+  z.preprocess(
+    blankToUndefined,
+    z.string().min(32, `${name} must be at least 32 characters`).optional(),
+  );
+export const envSchema = z.object({
+  APP_ENV: z.preprocess(
+    blankToUndefined,
+    z.enum(["development", "test", "production"]).default("development"),
+  ),
+  PORT: z.preprocess(blankToUndefined, z.coerce.number().int().min(0).max(65535).default(54321)),
+  PROJECT_NAME: optionalString,
+  DATABASE_URL: optionalString,
+  SUPABASE_DB_URL: optionalString,
+  DATABASE_MAX_CONNECTIONS: z.preprocess(
+    blankToUndefined,
+    z.coerce.number().int().min(1).max(1000).optional(),
+  ),
+  DATABASE_PREPARE: z.preprocess(blankToUndefined, z.enum(["true", "false", "1", "0"]).optional()),
+  DATABASE_TIMEOUT_MS: positiveInt(5000, 600_000),
+  PGLITE_DATA_DIR: optionalString,
+  ENCRYPTION_KEYS: optionalString,
+  ENCRYPTION_KEY: optionalString,
+  SERVER_REVEAL_TOKEN: secretString("SERVER_REVEAL_TOKEN"),
+  JWT_SECRET: secretString("JWT_SECRET"),
+  ALLOWED_ORIGINS: optionalString,
+  ALLOWED_CHAIN_IDS: optionalString,
+  NONCE_TTL_SECONDS: positiveInt(600, 86_400),
+  ACCESS_TOKEN_TTL_SECONDS: positiveInt(3600, 86_400),
+  REFRESH_TOKEN_TTL_SECONDS: positiveInt(30 * 86_400, 365 * 86_400),
+  RATE_LIMIT_NONCE_PER_MINUTE: positiveInt(60, 1_000_000),
+  RATE_LIMIT_PROOF_PER_MINUTE: positiveInt(30, 1_000_000),
+  RATE_LIMIT_PROOF_PER_ADDRESS_PER_MINUTE: positiveInt(10, 1_000_000),
+  RATE_LIMIT_VAULT_WRITES_PER_MINUTE: positiveInt(60, 1_000_000),
+  RATE_LIMIT_REVEALS_PER_MINUTE: positiveInt(60, 1_000_000),
+  RATE_LIMIT_REVEALS_PER_TOKEN_PER_MINUTE: positiveInt(6000, 1_000_000),
+  CLIENT_IP_HEADER: z.preprocess(
+    blankToUndefined,
+    z.string().trim().toLowerCase().regex(
+      /^[a-z0-9][a-z0-9-]{0,63}$/,
+      "must be a header name like x-forwarded-for or cf-connecting-ip",
+    ).default(FORWARDED_FOR),
+  ),
+  CLIENT_IP_TRUSTED_HOPS: z.preprocess(
+    blankToUndefined,
+    z.coerce.number().int().min(1).max(10).optional(),
+  ),
+  RATE_LIMIT_RPC_PER_MINUTE: positiveInt(10, 1_000_000),
+  RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE: positiveInt(10, 1_000_000),
+  CHAIN_RPC_URLS: optionalString,
+  CHAIN_RPC_TIMEOUT_MS: positiveInt(3000, 60_000),
+  SUPABASE_URL: optionalString,
+  SUPABASE_ANON_KEY: optionalString,
+  SUPABASE_PUBLISHABLE_KEYS: optionalString,
+});

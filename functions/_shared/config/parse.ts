@@ -1,0 +1,109 @@
+/** Parsers for the list-shaped settings; each names a problem without echoing a value. */
+
+/**
+ * Supabase's transaction poolers: Supavisor on port 6543, or any URL marked `?pgbouncer=true`
+ * (the convention Prisma and Supabase's docs use for PgBouncer).
+ */
+export function isPoolerUrl(url: string): boolean {
+  try {
+    const parsed = new URL(url);
+    return parsed.port === "6543" || parsed.searchParams.get("pgbouncer") === "true";
+  } catch {
+    return false;
+  }
+}
+
+/** The driver would send `pgbouncer=true` to the server as a startup parameter; it is only a hint. */
+export function withoutPoolerHint(url: string): string {
+  const parsed = new URL(url);
+  if (!parsed.searchParams.has("pgbouncer")) return url;
+  parsed.searchParams.delete("pgbouncer");
+  return parsed.toString();
+}
+
+/**
+ * SUPABASE_PUBLISHABLE_KEYS as Supabase provides it: a JSON object of named keys
+ * (`{"default":"sb_publishable_…"}`). A bare key is accepted too.
+ */
+export function parsePublishableKeys(value: string | undefined, problems: string[]): string[] {
+  if (value === undefined) return [];
+  if (!value.startsWith("{")) return [value];
+  try {
+    const keys = Object.values(JSON.parse(value) as Record<string, unknown>);
+    if (keys.every((key): key is string => typeof key === "string" && key.length > 0)) return keys;
+  } catch {
+    // reported below
+  }
+  problems.push("SUPABASE_PUBLISHABLE_KEYS must be a JSON object of named keys");
+  return [];
+}
+
+export function parseOrigins(list: string | undefined, problems: string[]): string[] {
+  if (list === undefined) return [];
+  return list.split(",").map((o) => o.trim()).filter(Boolean)
+    .map((origin) => parseOrigin(origin, "ALLOWED_ORIGINS", problems))
+    .filter((origin): origin is string => origin !== null);
+}
+
+export function parseOrigin(value: string, name: string, problems: string[]): string | null {
+  try {
+    const url = new URL(value);
+    if (url.protocol !== "https:" && url.protocol !== "http:") throw new TypeError();
+    return url.origin;
+  } catch {
+    problems.push(`${name} must hold http(s) origins like https://app.example.com`);
+    return null;
+  }
+}
+
+export function parseChainIds(list: string | undefined, problems: string[]): number[] | null {
+  if (list === undefined || list === "*") return null;
+  const ids = list.split(",").map((id) => Number(id.trim()));
+  if (ids.some((id) => !Number.isSafeInteger(id) || id < 1)) {
+    problems.push("ALLOWED_CHAIN_IDS must be positive integers separated by commas, or *");
+    return null;
+  }
+  return ids;
+}
+
+/**
+ * `CHAIN_RPC_URLS=1=https://…,8453=https://…`: a comma starts a new entry only before `<digits>=`,
+ * so a comma inside a URL stays in it. Problems name the entry, never the URL (it may hold a key).
+ * Production wants https: an RPC answer decides whether a contract wallet's signature is valid.
+ */
+export function parseChainRpcUrls(
+  list: string | undefined,
+  production: boolean,
+  problems: string[],
+): Map<number, string> {
+  const urls = new Map<number, string>();
+  if (list === undefined) return urls;
+  for (const [index, entry] of list.split(/,\s*(?=\d+\s*=)/).entries()) {
+    const label = `CHAIN_RPC_URLS entry ${index + 1}`;
+    const match = /^\s*(\d{1,16})\s*=\s*(\S+)\s*$/.exec(entry);
+    const chainId = match === null ? NaN : Number(match[1]);
+    if (match === null || !Number.isSafeInteger(chainId) || chainId < 1) {
+      problems.push(`${label} must be <chainId>=<http(s) URL>`);
+      continue;
+    }
+    let url: URL | null = null;
+    try {
+      url = new URL(match[2]);
+    } catch {
+      // reported below
+    }
+    const schemes = production ? ["https:"] : ["https:", "http:"];
+    if (url === null || !schemes.includes(url.protocol)) {
+      problems.push(
+        `${label} (chain ${chainId}) must be an ${production ? "https" : "http(s)"} URL`,
+      );
+      continue;
+    }
+    if (urls.has(chainId)) {
+      problems.push(`${label} repeats chain ${chainId}`);
+      continue;
+    }
+    urls.set(chainId, url.href);
+  }
+  return urls;
+}
