@@ -29,11 +29,6 @@ export async function openPglite(settings: PgliteSettings): Promise<Database> {
   return {
     engine: "pglite",
     ...queryable,
-    // In-process: the statement runs on this thread, so there is no socket to wait for.
-    send: <T extends Row>(text: string, params?: readonly unknown[]) => ({
-      sent: Promise.resolve(),
-      rows: queryable.query<T>(text, params),
-    }),
     transaction: (work) => pg.transaction((tx) => work(on(tx))),
     async batch(statements: readonly Statement[]) {
       // In-process, so nothing to pipeline: the statements run one after another.

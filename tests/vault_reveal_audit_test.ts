@@ -19,7 +19,6 @@ function countingApp(app: TestApp) {
   const counted: Database = {
     engine: db.engine,
     query: (text, params) => (calls++, db.query(text, params)),
-    send: (text, params) => (calls++, db.send(text, params)),
     execScript: (script) => (calls++, db.execScript(script)),
     transaction: (work) => (calls++, db.transaction(work)),
     batch: (statements) => (calls++, db.batch(statements)),

@@ -7,9 +7,9 @@ import type { AppConfig } from "../_shared/config/config.ts";
 import type { Database } from "../_shared/db/db.ts";
 import {
   clientIp,
+  enforceRateLimit,
   RATE_LIMIT_WINDOW_SECONDS,
   rateLimited,
-  startRateLimit,
 } from "../_shared/auth/rate-limit.ts";
 import { hashRefreshToken, newRefreshToken } from "../_shared/auth/refresh-tokens.ts";
 import type { SessionTokens } from "../_shared/auth/session-tokens.ts";
@@ -35,7 +35,7 @@ const proofRequest = z.strictObject({
   signature: z.string().max(2 + 2 * MAX_CONTRACT_SIGNATURE_BYTES),
 });
 
-/** What public.sign_in_with_nonce answers. */
+/** What public.sign_in_from_ip (and public.sign_in_with_nonce within it) answers. */
 type SignInResult =
   | { outcome: "signed_in"; session_id: string; user_id: string; retry_after: null }
   | { outcome: "rate_limited"; session_id: null; user_id: null; retry_after: number }
@@ -67,13 +67,13 @@ export function proofRoute(deps: ProofDeps): Handler {
   return async function exchangeProof(request) {
     const origins = requireOrigins(signInOrigins);
     const body = parseRequest(proofRequest, await readJson(request, MAX_PROOF_BODY_BYTES));
-    // The client's attempt is counted while the message and signature are checked (CPU work),
-    // not before it; a 429 still wins over whatever the checks find.
-    const ipLimit = startRateLimit(db, {
+    // Every attempt counts against the client's budget, and over it a 429 wins over whatever the
+    // checks find. A proof that passes them is counted inside the sign-in's own transaction (one
+    // commit); one that fails them, or needs a contract's RPC call, is counted on its own first.
+    const ipLimit = {
       bucket: `proof:ip:${clientIp(request, config.clientIp)}`,
       limit: config.rateLimits.proofPerIpPerMinute,
-    });
-    await ipLimit.sent;
+    };
     let fields: SiweFields;
     let byKey = true;
     try {
@@ -89,12 +89,17 @@ export function proofRoute(deps: ProofDeps): Handler {
         if (!(error instanceof ServiceError)) throw error;
         byKey = false; // not the address's key: perhaps its contract wallet (ERC-1271/6492)
       }
-    } finally {
-      await ipLimit.enforced;
+    } catch (error) {
+      await enforceRateLimit(db, ipLimit);
+      throw error;
     }
-    if (!byKey) await checkContractProof(request, fields, body.message, body.signature);
+    if (!byKey) {
+      await enforceRateLimit(db, ipLimit);
+      await checkContractProof(request, fields, body.message, body.signature);
+    }
 
-    // The rest is one database call (public.sign_in_with_nonce): the wallet's own rate limit,
+    // The rest is one database call (public.sign_in_from_ip): the client's count unless already
+    // taken, then public.sign_in_with_nonce: the wallet's own rate limit,
     // counted only now that the signature is the wallet's (counted before, anyone could spend its
     // budget with unsigned attempts and lock its owner out); the nonce consumed by a conditional
     // update, so two concurrent proofs with one nonce get exactly one session; the wallet's
@@ -102,8 +107,11 @@ export function proofRoute(deps: ProofDeps): Handler {
     const walletAddress = fields.address.toLowerCase();
     const refreshToken = newRefreshToken();
     const [result] = await db.query<SignInResult>(
-      "select outcome, session_id, user_id, retry_after from public.sign_in_with_nonce($1, $2, $3, $4, $5, $6, $7, $8)",
+      `select outcome, session_id, user_id, retry_after
+         from public.sign_in_from_ip($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
       [
+        byKey ? ipLimit.bucket : null,
+        ipLimit.limit,
         fields.nonce,
         walletAddress,
         await hashRefreshToken(refreshToken),

@@ -2,9 +2,9 @@
  * Fixed-window rate limits kept in Postgres, so every function instance counts against the same
  * window. One upsert per check (`public.hit_rate_limit`, which sign-in also calls in SQL).
  */
-import { type ClientIpSource } from "../config/config.ts";
+import type { ClientIpSource } from "../config/config.ts";
 import { FORWARDED_FOR } from "../config/env-schema.ts";
-import type { Database, Queryable } from "../db/db.ts";
+import type { Queryable } from "../db/db.ts";
 import { ServiceError } from "../http/errors.ts";
 
 /** Every limit counts per minute. */
@@ -21,18 +21,6 @@ type Hit = { hits: number; retry_after: number };
 
 export async function enforceRateLimit(db: Queryable, limit: RateLimit): Promise<void> {
   await judge(db, await db.query<Hit>(HIT, hitParams(limit)), limit.limit);
-}
-
-/**
- * enforceRateLimit for a caller with CPU-bound work to do while it is counted: `sent` resolves once
- * the count is on its way to the database, `enforced` as enforceRateLimit would. `enforced` is
- * marked handled, so its rejection may wait to be awaited until the work is done.
- */
-export function startRateLimit(db: Database, limit: RateLimit) {
-  const { sent, rows } = db.send<Hit>(HIT, hitParams(limit));
-  const enforced = rows.then((hits) => judge(db, hits, limit.limit));
-  enforced.catch(() => {});
-  return { sent, enforced };
 }
 
 function hitParams({ bucket, windowSeconds = RATE_LIMIT_WINDOW_SECONDS }: RateLimit) {

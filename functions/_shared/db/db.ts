@@ -18,22 +18,8 @@ export interface Statement {
   readonly params?: readonly unknown[];
 }
 
-/** A statement under way: see Database.send. */
-export interface SentQuery<T extends Row> {
-  /** Resolves once the statement is handed to the connection's socket; never rejects. */
-  readonly sent: Promise<void>;
-  readonly rows: Promise<T[]>;
-}
-
 export interface Database extends Queryable {
   readonly engine: "postgres" | "pglite";
-  /**
-   * Starts one statement now, for a caller with CPU-bound work to do while the database answers:
-   * `sent` resolves once the statement is on its way (postgres.js writes in a later event-loop
-   * turn, which CPU work on this thread would hold back; PGlite, in-process, resolves it at once),
-   * `rows` as query() would. A failure is reported by `rows` alone.
-   */
-  send<T extends Row = Row>(text: string, params?: readonly unknown[]): SentQuery<T>;
   /** Runs `work` in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
   /**

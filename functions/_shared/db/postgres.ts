@@ -1,7 +1,6 @@
-import { setImmediate } from "node:timers";
 import postgres from "postgres";
 import { CONNECTION_LOST_CODES } from "./unavailable.ts";
-import type { Database, DatabaseSettings, Queryable, Row, SentQuery, Statement } from "./db.ts";
+import type { Database, DatabaseSettings, Queryable, Row, Statement } from "./db.ts";
 
 type PostgresSettings = Extract<DatabaseSettings, { engine: "postgres" }>;
 
@@ -135,8 +134,7 @@ export function openPostgres(settings: PostgresSettings): Database {
     }
   };
 
-  /** `onSent`: called once the statements are handed to the socket (afterWrites). */
-  const batch = (statements: readonly Statement[], onSent?: () => void) =>
+  const batch = (statements: readonly Statement[]) =>
     onReservedConnection(async (reserved) => {
       // All executed now, so they leave in one write. A failed statement aborts the
       // transaction: the ones behind it fail, and the COMMIT rolls back.
@@ -147,7 +145,6 @@ export function openPostgres(settings: PostgresSettings): Database {
           .execute()
       );
       const commit = reserved.unsafe("commit").execute();
-      if (onSent !== undefined) afterWrites(onSent);
       const [began, timed, ...outcomes] = await Promise.allSettled([begin, timeout, ...pending]);
       const committed = await commit.then(() => null, (error: unknown) => ({ error }));
       for (const outcome of [began, timed, ...outcomes]) {
@@ -167,24 +164,15 @@ export function openPostgres(settings: PostgresSettings): Database {
       );
     });
 
-  // A statement on its own runs as a one-statement batch: BEGIN, the timeout, the statement and
-  // COMMIT leave in one write, so the server-side timeout holds even through a pooler.
-  const send = <T extends Row>(text: string, params: readonly unknown[] = []): SentQuery<T> => {
-    let markSent!: () => void;
-    const sent = new Promise<void>((resolve) => markSent = resolve);
-    const rows = batch([{ text, params }], () => markSent()).then(([outcome]) => {
-      if (outcome.status === "rejected") throw outcome.reason;
-      return outcome.value as T[];
-    });
-    // Never written (no connection before the deadline, the database gone): nothing to wait for.
-    rows.then(markSent, markSent);
-    return { sent, rows };
-  };
-
   return {
     engine: "postgres",
-    send,
-    query: <T extends Row>(text: string, params?: readonly unknown[]) => send<T>(text, params).rows,
+    // A statement on its own runs as a one-statement batch: BEGIN, the timeout, the statement and
+    // COMMIT leave in one write, so the server-side timeout holds even through a pooler.
+    async query<T extends Row>(text: string, params: readonly unknown[] = []) {
+      const [outcome] = await batch([{ text, params }]);
+      if (outcome.status === "rejected") throw outcome.reason;
+      return outcome.value as T[];
+    },
     execScript: (script) => on(sql).execScript(script),
     transaction: (work) =>
       onReservedConnection(async (reserved, isExpired, markLost) => {
@@ -220,17 +208,6 @@ function connectionLost(error: unknown, destroyed = false): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === "string" &&
     (CONNECTION_LOST.has(code) || (destroyed && code === "CONNECTION_DESTROYED"));
-}
-
-/**
- * Calls `then` once the statements executed just before have been handed to the socket.
- * postgres.js hands each one to its connection a microtask after execute() (query.js `handle`),
- * and the connection writes what it was given in a setImmediate (connection.js `write`): an
- * immediate scheduled from a microtask queued after those runs after that write. A statement with
- * parameters that is not yet prepared on the connection sends only its Parse and Describe first.
- */
-function afterWrites(then: () => void): void {
-  queueMicrotask(() => setImmediate(then));
 }
 
 /** Settles like `operation`, or rejects with DatabaseDeadlineError after `ms`. */
