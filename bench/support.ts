@@ -167,7 +167,7 @@ const DENO_PERMISSIONS = [
  * the parent (DATABASE_URL above all: config.ts prefers it to PGlite) cannot change which engine a
  * row measures.
  */
-const INHERITED_ENV = [
+export const INHERITED_ENV = [
   "PATH",
   "HOME",
   "TMPDIR",

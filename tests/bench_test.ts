@@ -12,6 +12,7 @@ import {
   assertStorage,
   childEnv,
   createDatabase,
+  INHERITED_ENV,
   reportedStorage,
   serverEnv,
   startServer,
@@ -25,21 +26,7 @@ Deno.test("a bench child's environment holds Deno's basics and what it is given,
     assert.equal(env.DATABASE_URL, undefined);
     assert.equal(env.PGLITE_DATA_DIR, "/tmp/x");
     assert.equal(env.PATH, Deno.env.get("PATH"));
-    const allowed = new Set([
-      "PATH",
-      "HOME",
-      "TMPDIR",
-      "LANG",
-      "TZ",
-      "NO_COLOR",
-      "DENO_DIR",
-      "DENO_NO_UPDATE_CHECK",
-      "DENO_CERT",
-      "XDG_CACHE_HOME",
-      "NPM_CONFIG_REGISTRY",
-      "SSL_CERT_FILE",
-      "PGLITE_DATA_DIR",
-    ]);
+    const allowed = new Set([...INHERITED_ENV, "PGLITE_DATA_DIR"]);
     assert.deepEqual(Object.keys(env).filter((name) => !allowed.has(name)), []);
   } finally {
     if (saved === undefined) Deno.env.delete("DATABASE_URL");
