@@ -24,7 +24,8 @@ import { queryAsLiveSession } from "../functions/_shared/auth/session-tokens.ts"
 import { json } from "../functions/_shared/http/responses.ts";
 import { providerReadiness } from "../functions/_shared/vault/provider-routing.ts";
 import { atEdge, createLocalApp } from "../server/app.ts";
-import { createDatabase, findPostgres, newAccount, serverEnv } from "./support.ts";
+import { serverEnv } from "./processes.ts";
+import { createDatabase, findPostgres, newAccount } from "./support.ts";
 
 const ROUNDS = Number(Deno.env.get("PROFILE_ROUNDS") ?? 5);
 const CALLS = Number(Deno.env.get("PROFILE_CALLS") ?? 300);

@@ -11,12 +11,12 @@ import type { BenchResults, ProfileResults, Spread } from "../bench/report.ts";
 import {
   assertStorage,
   childEnv,
-  createDatabase,
   INHERITED_ENV,
   reportedStorage,
   serverEnv,
   startServer,
-} from "../bench/support.ts";
+} from "../bench/processes.ts";
+import { createDatabase } from "../bench/support.ts";
 
 Deno.test("a bench child's environment holds Deno's basics and what it is given, nothing else of the parent's", () => {
   const saved = Deno.env.get("DATABASE_URL");
