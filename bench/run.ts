@@ -6,16 +6,20 @@
  * own process on a free loopback port on a fresh database, with exactly the environment meant for
  * it (nothing inherited from this process but PATH, HOME and Deno's own: bench/processes.ts
  * childEnv), and is checked to run on that engine (the `storage` GET /api/secrets reports) before
- * anything is measured; a mismatch aborts the bench. A closed-loop client then drives each route at a fixed
- * concurrency and at concurrency 1: nonce issue, the full wallet-proof, GET /api/secrets (seven
- * stored secrets: there are seven types), PUT, and reveal of all seven. Beside them, in the same
- * run, their floors: a bare Deno.serve handler doing the one indexed query each route needs (a
- * read of the creator's rows, a read of its ciphertexts, one upsert) through the same driver
- * (bench/bare-server.ts, checked the same way), each measured right after its route where both
- * processes can run at once (PostgreSQL; PGlite allows one process per data directory, so there
- * all routes run first, then all floors), and in-process bare secp256k1 recovery of one
- * signature (viem) beside the peers' sign-in checks (the `siwe` package, viem's
+ * anything is measured; a mismatch aborts the bench. A closed-loop client then drives each route
+ * at a fixed concurrency and at concurrency 1: nonce issue, the full wallet-proof, GET
+ * /api/secrets (seven stored secrets: there are seven types), PUT, and reveal of all seven. Beside
+ * them, in the same run, their floors: a bare Deno.serve handler doing the one indexed query each
+ * route needs (a read of the creator's rows, a read of its ciphertexts, one upsert) through the
+ * same driver (bench/bare-server.ts, checked the same way), each measured right after its route
+ * where both processes can run at once (PostgreSQL; PGlite allows one process per data
+ * directory, so there all routes run first, then all floors), and in-process bare secp256k1
+ * recovery of one signature (viem) beside the peers' sign-in checks (the `siwe` package, viem's
  * verifySiweMessage). Then cold start per function and latency growth from 1 to 100,000 creators.
+ *
+ * The parts: bench/engines.ts (what it runs on), bench/routes.ts and bench/floors.ts (what it
+ * measures over HTTP), bench/peers.ts (in process), bench/cold-start.ts, bench/growth.ts, and
+ * bench/summary.ts (what a run records, and the median and min–max over the runs).
  *
  * The whole suite runs BENCH_RUNS times; every ratio is taken within its run, and the summary
  * gives each figure's median with its min–max. Everything goes to bench/results/latest.json;

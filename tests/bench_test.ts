@@ -6,8 +6,9 @@
  * targets as the file says.
  */
 import assert from "node:assert/strict";
-import { render, renderPage, renderProfile } from "../bench/report.ts";
-import type { BenchResults, ProfileResults, Spread } from "../bench/report.ts";
+import { render } from "../bench/render.ts";
+import { renderPage, renderProfile } from "../bench/report.ts";
+import type { BenchResults, ProfileResults, Spread } from "../bench/results-types.ts";
 import {
   assertStorage,
   childEnv,
