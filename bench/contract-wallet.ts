@@ -13,15 +13,8 @@
  */
 import { hashMessage, type Hex } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
-import {
-  createDatabase,
-  type Engine,
-  findPostgres,
-  newAccount,
-  percentile,
-  serverEnv,
-  startServer,
-} from "./support.ts";
+import { serverEnv, startServer } from "./processes.ts";
+import { createDatabase, type Engine, findPostgres, newAccount, percentile } from "./support.ts";
 
 const SIGNINS = Number(Deno.env.get("BENCH_SIGNINS") ?? 200);
 const ENGINES = (Deno.env.get("BENCH_ENGINES") ?? "postgres,pglite").split(",") as Engine[];

@@ -14,17 +14,14 @@
  * Chrome DevTools) and prints the top entries.
  */
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
+import { assertStorage, freePort, serverEnv, startProcess } from "./processes.ts";
 import {
-  assertStorage,
   createDatabase,
   findPostgres,
-  freePort,
   newAccount,
   preparedProof,
   putSecret,
-  serverEnv,
   signIn,
-  startProcess,
 } from "./support.ts";
 
 const REQUESTS = Number(Deno.env.get("PROFILE_REQUESTS") ?? 2000);

@@ -12,16 +12,8 @@
  * LOAD_ENGINES ("postgres,pglite"; postgres when DATABASE_URL is set or one answers on 5432).
  */
 import { SECRET_TYPES, type SecretType } from "../functions/_shared/vault/secret-types.ts";
-import {
-  createDatabase,
-  type Engine,
-  findPostgres,
-  newAccount,
-  percentile,
-  serverEnv,
-  type ServerProcess,
-  startServer,
-} from "./support.ts";
+import { serverEnv, type ServerProcess, startServer } from "./processes.ts";
+import { createDatabase, type Engine, findPostgres, newAccount, percentile } from "./support.ts";
 
 const CREATORS = Number(Deno.env.get("LOAD_CREATORS") ?? 40);
 const DURATION_MS = Number(Deno.env.get("LOAD_DURATION_MS") ?? 20_000);

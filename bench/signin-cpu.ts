@@ -10,17 +10,8 @@
  * exchanges (nonces prepared first, 4 in flight) and the server's CPU time from /proc.
  * Knobs: SIGNIN_N (400), SIGNIN_ROUNDS (5).
  */
-import {
-  childEnv,
-  cpuMs,
-  createDatabase,
-  findPostgres,
-  freePort,
-  newAccount,
-  preparedProof,
-  reportedStorage,
-  serverEnv,
-} from "./support.ts";
+import { childEnv, cpuMs, freePort, reportedStorage, serverEnv } from "./processes.ts";
+import { createDatabase, findPostgres, newAccount, preparedProof } from "./support.ts";
 
 const N = Number(Deno.env.get("SIGNIN_N") ?? 400);
 const ROUNDS = Number(Deno.env.get("SIGNIN_ROUNDS") ?? 5);

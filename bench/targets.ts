@@ -1,13 +1,13 @@
 /**
- * What the bench holds the service to (issue 15), read by bench/report.ts: each route's median
- * ratio to its floor, at concurrency 1 and at the bench's concurrency, on every engine marked
- * `targeted` in bench/run.ts (PGlite is reported, not targeted).
+ * What the bench holds the service to (issue 15), read by the report (bench/render.ts): each
+ * route's median ratio to its floor, at concurrency 1 and at the bench's concurrency, on every
+ * engine marked `targeted` in bench/engines.ts (PGlite is reported, not targeted).
  *
  * `cause` is the measured explanation of a miss, written by whoever profiled it; the report prints
  * it only beside a target the latest run missed, and says so when a miss has none.
  */
 export interface Target {
-  /** The route's key in bench/run.ts (`nonce`, `wallet-proof`, `list`, `put`, `reveal`). */
+  /** The route's key in bench/routes.ts (`nonce`, `wallet-proof`, `list`, `put`, `reveal`). */
   readonly route: string;
   readonly label: string;
   /** Highest acceptable median ratio to the floor at concurrency 1, and at the bench's concurrency. */

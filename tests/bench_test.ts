@@ -6,17 +6,18 @@
  * targets as the file says.
  */
 import assert from "node:assert/strict";
-import { render, renderPage, renderProfile } from "../bench/report.ts";
-import type { BenchResults, ProfileResults, Spread } from "../bench/report.ts";
+import { render } from "../bench/render.ts";
+import { renderPage, renderProfile } from "../bench/report.ts";
+import type { BenchResults, ProfileResults, Spread } from "../bench/results-types.ts";
 import {
   assertStorage,
   childEnv,
-  createDatabase,
   INHERITED_ENV,
   reportedStorage,
   serverEnv,
   startServer,
-} from "../bench/support.ts";
+} from "../bench/processes.ts";
+import { createDatabase } from "../bench/support.ts";
 
 Deno.test("a bench child's environment holds Deno's basics and what it is given, nothing else of the parent's", () => {
   const saved = Deno.env.get("DATABASE_URL");

@@ -1,0 +1,176 @@
+/**
+ * What the bench runs on: each engine's databases, its server and its floor server (ENGINES).
+ */
+import { assertStorage, type ServerProcess, startProcess } from "./processes.ts";
+import { type BenchDatabase, createDatabase, findPostgres } from "./support.ts";
+import { startEdgeShape } from "../tests/support/edge.ts";
+import { findPgBouncer, type PgBouncer, startPgBouncer } from "../tests/support/pgbouncer.ts";
+
+// Engines: to add one (the deployed shape: functions as their own processes behind a pooler),
+// add an entry to ENGINES; everything bench/run.ts measures runs per entry.
+
+export interface BenchEngine {
+  readonly name: string;
+  /** The `storage` its servers must report (GET /api/secrets; the floor's GET /ready). */
+  readonly storage: string;
+  /** Held to bench/targets.ts (PGlite is reported, not targeted). */
+  readonly targeted: boolean;
+  /** One process at a time per database (PGlite's data directory). */
+  readonly exclusive: boolean;
+  /** null when it can run here, else why it is skipped. */
+  available(): Promise<string | null>;
+  /** A new, migrated database holding nothing from an earlier run. */
+  createDatabase(): Promise<BenchDatabase>;
+  /** The service under test; `keys` are the keys and limits every process of a run shares. */
+  startServer(db: BenchDatabase, keys: Record<string, string>): Promise<ServerProcess>;
+  /** The floor server (bench/bare-server.ts): the same driver and settings as the service. */
+  startFloor(db: BenchDatabase, keys: Record<string, string>): Promise<ServerProcess>;
+  /**
+   * The environment of one function started alone (cold start); `serverUrl` is for the proxy.
+   * null: the functions do not run on this engine (PGlite belongs to the local server alone).
+   */
+  functionEnv(
+    db: BenchDatabase,
+    keys: Record<string, string>,
+    serverUrl: string,
+  ): Record<string, string> | null;
+}
+
+let postgresAdminUrl: string | null = null;
+
+/** The Postgres server the engines make their databases on, once an engine has found one. */
+export function postgresAdmin(): string | null {
+  return postgresAdminUrl;
+}
+
+/** The local server (server/main.ts) and the floor, on one database given by `db.env`. */
+function localEngine(
+  name: string,
+  options: Pick<BenchEngine, "storage" | "targeted" | "exclusive" | "available">,
+  create: () => Promise<BenchDatabase>,
+): BenchEngine {
+  return {
+    name,
+    ...options,
+    createDatabase: create,
+    startServer: (db, keys) => startProcess("server/main.ts", { ...keys, ...db.env }),
+    startFloor: (db, keys) =>
+      startProcess("bench/bare-server.ts", { ...keys, ...db.env }, "/ready"),
+    functionEnv: (db, keys) =>
+      db.engine === "pglite" ? null : {
+        ...keys,
+        ...db.env,
+        ALLOWED_ORIGINS: "http://127.0.0.1:54321",
+      },
+  };
+}
+
+/**
+ * The deployed shape (issue 12): the `api` function as its own process with the edge runtime's
+ * permissions only (`--allow-net --allow-env`, tests/support/edge.ts), on Postgres through
+ * PgBouncer in transaction mode; its floor is the bare server through the same pooler, with the
+ * same driver settings (a pooler URL: no prepared statements). Supabase's own gateway is not here.
+ */
+function deployedEngine(): BenchEngine {
+  const poolers = new Map<BenchDatabase, PgBouncer>();
+  return {
+    name: "deployed",
+    storage: "postgres:public.user_secrets",
+    targeted: true,
+    exclusive: false,
+    async available() {
+      postgresAdminUrl ??= await findPostgres();
+      if (postgresAdminUrl === null) return "no Postgres to put a pooler in front of";
+      const lookup = await findPgBouncer(false);
+      return "missing" in lookup ? lookup.missing : null;
+    },
+    async createDatabase() {
+      const direct = await createDatabase("postgres", postgresAdminUrl);
+      const lookup = await findPgBouncer(false);
+      if (!("found" in lookup)) throw new Error(lookup.missing);
+      const pooler = await startPgBouncer(lookup.found, {
+        poolSize: DEPLOYED_POOL_SIZE,
+        upstreamUrl: postgresAdminUrl!,
+      });
+      const name = new URL(direct.url!).pathname.slice(1);
+      const pooled: BenchDatabase = {
+        ...direct,
+        env: { DATABASE_URL: pooler.urlFor(name), DATABASE_MAX_CONNECTIONS: "8" },
+        async drop() {
+          await pooler.stop();
+          await direct.drop();
+        },
+      };
+      poolers.set(pooled, pooler);
+      return pooled;
+    },
+    async startServer(db, keys) {
+      const env = {
+        ...keys,
+        ...db.env,
+        SUPABASE_URL: "https://bench.supabase.co",
+        SUPABASE_DB_URL: db.url!,
+        ALLOWED_ORIGINS: "http://127.0.0.1:54321",
+      };
+      const edge = await startEdgeShape({
+        env,
+        functions: ["api"],
+        instancesPerFunction: 1,
+      });
+      const url = `http://127.0.0.1:${edge.instances.api[0]}`;
+      await assertStorage("the deployed api function", url, "postgres:public.user_secrets");
+      return { url, env, pid: edge.pids[0], pids: edge.pids, stop: () => edge.stop() };
+    },
+    startFloor: (db, keys) =>
+      startProcess("bench/bare-server.ts", { ...keys, ...db.env }, "/ready"),
+    functionEnv: (db, keys) => ({ ...keys, ...db.env, ALLOWED_ORIGINS: "http://127.0.0.1:54321" }),
+  };
+}
+
+/** PgBouncer's server connections per database in the deployed shape: fewer than the clients. */
+const DEPLOYED_POOL_SIZE = 6;
+
+export const ENGINES: readonly BenchEngine[] = [
+  localEngine(
+    "postgres",
+    {
+      storage: "postgres:public.user_secrets",
+      targeted: true,
+      exclusive: false,
+      async available() {
+        postgresAdminUrl = await findPostgres();
+        return postgresAdminUrl === null
+          ? "no DATABASE_URL and nothing answers on 127.0.0.1:5432"
+          : null;
+      },
+    },
+    () => createDatabase("postgres", postgresAdminUrl),
+  ),
+  localEngine(
+    "pglite",
+    {
+      storage: "pglite:public.user_secrets",
+      targeted: false,
+      exclusive: true,
+      available: () => Promise.resolve(null),
+    },
+    () => createDatabase("pglite", null),
+  ),
+  deployedEngine(),
+];
+
+/** The engine's server, checked to run on the engine's storage before anything is measured. */
+export async function startChecked(
+  engine: BenchEngine,
+  db: BenchDatabase,
+  keys: Record<string, string>,
+) {
+  const server = await engine.startServer(db, keys);
+  try {
+    await assertStorage(`the ${engine.name} server`, server.url, engine.storage);
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+  return server;
+}

@@ -1,0 +1,139 @@
+/**
+ * The layers of GET and PUT /api/secrets for `deno task bench:profile`, from the bare query up to
+ * the full request over HTTP.
+ */
+import { queryAsLiveSession } from "../functions/_shared/auth/session-tokens.ts";
+import { json } from "../functions/_shared/http/responses.ts";
+import { providerReadiness } from "../functions/_shared/vault/provider-routing.ts";
+import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
+import { LIST, type Profiled, readAll, type Step, UPSERT, UPSERT_BARE } from "./profile-setup.ts";
+
+export function listSteps(p: Profiled): Step[] {
+  const { db, session, userId, context, edge, remote, appUrl, floorUrl, auth, token } = p;
+  const fn = p.app.functions;
+  const get = (url: string, headers: HeadersInit = auth) => new Request(url, { headers });
+  return [
+    { name: "bare query (the floor's read)", run: () => db.query(LIST, [userId, SECRET_TYPES]) },
+    {
+      name: "the query in a batch transaction (BEGIN, query, COMMIT: one write)",
+      run: () => db.batch([{ text: LIST, params: [userId, SECRET_TYPES] }]),
+    },
+    {
+      name: "+ role, claims and live-session check (queryAsLiveSession)",
+      run: () => queryAsLiveSession(db, session, LIST, [userId, SECRET_TYPES]),
+    },
+    {
+      name: "what-if: check, role switch and read as one SQL function call (no BEGIN/COMMIT)",
+      run: () =>
+        db.query("select * from public.profile_list_as_live_session($1, $2, $3, $4)", [
+          JSON.stringify(session.claims),
+          session.sessionId,
+          userId,
+          SECRET_TYPES,
+        ]),
+    },
+    {
+      name: "token check alone (verified-token cache hit)",
+      run: () => context.sessions.verifyToken(token),
+    },
+    {
+      name: "JSON body alone (statusBody + providers, serialised)",
+      run: () =>
+        json({
+          configured: true,
+          project: "p",
+          storage: "postgres:public.user_secrets",
+          secretTypes: SECRET_TYPES,
+          secrets: SECRET_TYPES.map((secretType) => ({
+            secretType,
+            updatedAt: new Date().toISOString(),
+            hint: "…cdef",
+          })),
+          providers: providerReadiness(SECRET_TYPES),
+        }).text(),
+    },
+    {
+      name: "user-secrets function, in-process (router, CORS, token, query, JSON)",
+      run: () => readAll(fn["user-secrets"](get("http://x/functions/v1/user-secrets"))),
+    },
+    {
+      name: "+ /api proxy hop, in-process",
+      run: () => readAll(fn.api(get("http://x/api/secrets"))),
+    },
+    {
+      name: "+ edge wrapper (atEdge) and the local app's routing",
+      run: () =>
+        readAll(
+          edge(get("http://x/api/secrets"), { remoteAddr: remote, completed: Promise.resolve() }),
+        ),
+    },
+    {
+      name: "full request over HTTP (Deno.serve + fetch, same process)",
+      run: () => readAll(fetch(get(`${appUrl}/api/secrets`))),
+    },
+    {
+      name: "floor over HTTP (bare handler + the bare query, same process)",
+      run: () => readAll(fetch(`${floorUrl}/?user=${userId}`)),
+    },
+  ];
+}
+
+export function putSteps(p: Profiled): Step[] {
+  const { db, session, userId, context, appUrl, floorUrl, auth, jsonHeaders } = p;
+  const fn = p.app.functions;
+  const putBody = (i: number) =>
+    JSON.stringify({
+      secretType: SECRET_TYPES[i % SECRET_TYPES.length],
+      value: `sk-profile-${i}-0123456789abcdef`,
+    });
+  const put = (url: string, i: number) =>
+    new Request(url, { method: "PUT", headers: { ...auth, ...jsonHeaders }, body: putBody(i) });
+  return [
+    {
+      name: "bare upsert (the floor's write)",
+      run: (i) =>
+        db.query(UPSERT_BARE, [
+          userId,
+          SECRET_TYPES[i % SECRET_TYPES.length],
+          crypto.getRandomValues(new Uint8Array(48)),
+          crypto.getRandomValues(new Uint8Array(12)),
+        ]),
+    },
+    {
+      name: "the service's upsert in queryAsLiveSession (one write)",
+      run: (i) =>
+        queryAsLiveSession(db, session, UPSERT, [
+          userId,
+          SECRET_TYPES[i % SECRET_TYPES.length],
+          crypto.getRandomValues(new Uint8Array(48)),
+          crypto.getRandomValues(new Uint8Array(12)),
+          "k1",
+          "…cdef",
+        ]),
+    },
+    {
+      name: "AES-256-GCM encryption alone (keyring.encrypt)",
+      run: (i) =>
+        context.keyring.encrypt(`sk-profile-${i}-0123456789abcdef`, {
+          userId,
+          secretType: "provider_a_api_key",
+        }),
+    },
+    {
+      name: "user-secrets function, in-process",
+      run: (i) => readAll(fn["user-secrets"](put("http://x/functions/v1/user-secrets", i))),
+    },
+    {
+      name: "+ /api proxy hop, in-process",
+      run: (i) => readAll(fn.api(put("http://x/api/secrets", i))),
+    },
+    {
+      name: "full request over HTTP (same process)",
+      run: (i) => readAll(fetch(put(`${appUrl}/api/secrets`, i))),
+    },
+    {
+      name: "floor over HTTP (bare handler + the bare upsert, same process)",
+      run: () => readAll(fetch(`${floorUrl}/?user=${userId}`, { method: "PUT" })),
+    },
+  ];
+}
