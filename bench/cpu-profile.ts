@@ -143,26 +143,22 @@ const summaries: Record<string, ReturnType<typeof summarize>> = {};
 try {
   await assertStorage("the profiled server", server.url, "postgres:public.user_secrets");
   await assertStorage("the profiled floor", floor.url, "postgres:public.user_secrets", "/ready");
-  const session = await signIn(server.url);
-  for (const secretType of SECRET_TYPES) {
-    await putSecret(
-      server.url,
-      session.accessToken,
-      secretType,
-      `sk-profile-${secretType}-0123456789abcdef`,
-    );
-  }
+  const creatorWithSecrets = async (prefix: string) => {
+    const creator = await signIn(server.url);
+    for (const secretType of SECRET_TYPES) {
+      await putSecret(
+        server.url,
+        creator.accessToken,
+        secretType,
+        `${prefix}-${secretType}-0123456789abcdef`,
+      );
+    }
+    return creator;
+  };
+  const session = await creatorWithSecrets("sk-profile");
   // The floors write random bytes over their creator's ciphertexts: a creator of their own, so
   // reveal still finds the service's.
-  const floorCreator = await signIn(server.url);
-  for (const secretType of SECRET_TYPES) {
-    await putSecret(
-      server.url,
-      floorCreator.accessToken,
-      secretType,
-      `sk-floor-${secretType}-0123456789abcdef`,
-    );
-  }
+  const floorCreator = await creatorWithSecrets("sk-floor");
   const auth = { authorization: `Bearer ${session.accessToken}` };
   const json = { "content-type": "application/json" };
   const wallet = newAccount();

@@ -97,6 +97,21 @@ export async function measureFloor(
   };
 }
 
+/** What every row of a measured pair (at 1, loaded) reports the same way. */
+function measuredFields(engine: BenchEngine, single: Measured, loaded: Measured) {
+  return {
+    engine: engine.name,
+    concurrency: CONCURRENCY,
+    requests: loaded.result.requests,
+    errors: loaded.result.errors + single.result.errors,
+    p50Ms: loaded.result.p50Ms,
+    p99Ms: loaded.result.p99Ms,
+    rps: loaded.result.rps,
+    p50At1Ms: single.result.p50Ms,
+    cpuUsPerRequest: loaded.cpuUsPerRequest,
+  };
+}
+
 /** The engine's rows of this run: each floor's own, then each route against its floor. */
 export function pushEngineRows(
   engine: BenchEngine,
@@ -111,20 +126,12 @@ export function pushEngineRows(
     const from = FLOOR_ROW_FROM[floorKey];
     const [single, loaded] = ALSO_AGAINST[from] === floorKey ? alsoFloorFor[from] : floorFor[from];
     result.rows.push({
+      ...measuredFields(engine, single, loaded),
       id: `${engine.name}/floor:${floorKey}`,
-      engine: engine.name,
       measure: `baseline: bare Deno.serve + ${FLOORS[floorKey].label.replace("bare ", "")}`,
-      concurrency: CONCURRENCY,
-      requests: loaded.result.requests,
-      errors: loaded.result.errors + single.result.errors,
-      p50Ms: loaded.result.p50Ms,
-      p99Ms: loaded.result.p99Ms,
-      rps: loaded.result.rps,
       baseline: null,
       baselineP50Ms: null,
       ratio: null,
-      p50At1Ms: single.result.p50Ms,
-      cpuUsPerRequest: loaded.cpuUsPerRequest,
     });
   }
   // Each route against the one query it cannot do without, measured next to it: the nonce and
@@ -136,23 +143,15 @@ export function pushEngineRows(
     const floorMs = recoveryLoaded + floorLoaded.result.p50Ms;
     const floorAt1 = recoveryAt1 + floorSingle.result.p50Ms;
     result.rows.push({
+      ...measuredFields(engine, single, loaded),
       id: `${engine.name}/${measure}`,
-      engine: engine.name,
       measure: ROUTE_LABELS[measure],
-      concurrency: CONCURRENCY,
-      requests: loaded.result.requests,
-      errors: loaded.result.errors + single.result.errors,
-      p50Ms: loaded.result.p50Ms,
-      p99Ms: loaded.result.p99Ms,
-      rps: loaded.result.rps,
       baseline: measure === "wallet-proof"
         ? "recovery + bare write"
         : FLOORS[FLOOR_OF[measure]].label,
       baselineP50Ms: floorMs,
       ratio: loaded.result.p50Ms / floorMs,
-      p50At1Ms: single.result.p50Ms,
       ratioAt1: single.result.p50Ms / floorAt1,
-      cpuUsPerRequest: loaded.cpuUsPerRequest,
     });
     const also = ALSO_AGAINST[measure];
     if (also !== undefined) {

@@ -43,7 +43,7 @@ import {
 import { growthRun } from "./growth.ts";
 import { commit, machine } from "./machine.ts";
 import { inProcess } from "./peers.ts";
-import { assertStorage, serverEnv } from "./processes.ts";
+import { assertStorage, serverEnv, type ServerProcess } from "./processes.ts";
 import { proofPool, routes, workerSessions } from "./routes.ts";
 import {
   CONCURRENCY,
@@ -104,6 +104,8 @@ async function benchEngine(
       );
       return { result: results[measure], cpuUsPerRequest: cpu[measure] };
     };
+    const floorNow = (floor: ServerProcess, key: Floor, phase: typeof phases[number]) =>
+      measureFloor(engine, floor, floorSessions, key, phase.concurrency, phase.durationMs);
     // Concurrency 1 first, on a database not yet churned by the loaded runs (autovacuum and
     // checkpoints after them were measurably slowing the unqueued latencies).
     if (!engine.exclusive) {
@@ -115,28 +117,10 @@ async function benchEngine(
         for (const phase of phases) {
           for (const measure of measures) {
             (route[measure] ??= []).push(await measureRoute(measure, phase));
-            (floorFor[measure] ??= []).push(
-              await measureFloor(
-                engine,
-                floor,
-                floorSessions,
-                FLOOR_OF[measure],
-                phase.concurrency,
-                phase.durationMs,
-              ),
-            );
+            (floorFor[measure] ??= []).push(await floorNow(floor, FLOOR_OF[measure], phase));
             const also = ALSO_AGAINST[measure];
             if (also !== undefined) {
-              (alsoFloorFor[measure] ??= []).push(
-                await measureFloor(
-                  engine,
-                  floor,
-                  floorSessions,
-                  also,
-                  phase.concurrency,
-                  phase.durationMs,
-                ),
-              );
+              (alsoFloorFor[measure] ??= []).push(await floorNow(floor, also, phase));
             }
           }
         }
@@ -157,16 +141,7 @@ async function benchEngine(
         await assertStorage(`the ${engine.name} floor`, floor.url, engine.storage, "/ready");
         for (const phase of phases) {
           for (const key of Object.keys(FLOORS) as Floor[]) {
-            (floors[key] ??= []).push(
-              await measureFloor(
-                engine,
-                floor,
-                floorSessions,
-                key,
-                phase.concurrency,
-                phase.durationMs,
-              ),
-            );
+            (floors[key] ??= []).push(await floorNow(floor, key, phase));
           }
         }
       } finally {
