@@ -20,6 +20,18 @@ alter table public.secret_events
   add constraint secret_events_action_check
     check (action in ('put', 'delete', 'reveal', 'reveal_failed', 'rotate'));
 
+-- Whether `session_id` names an unrevoked, unexpired session of `user_id`: the one definition of a
+-- live session, for the policies (session_is_live, below) and the vault's checked functions.
+create function public.session_is_live_for(session_id uuid, user_id uuid) returns boolean
+  language sql stable set search_path = pg_catalog, pg_temp
+  as $$
+    select exists (
+      select 1 from public.auth_sessions s
+       where s.id = session_is_live_for.session_id and s.user_id = session_is_live_for.user_id
+         and s.revoked_at is null and s.expires_at > now()
+    )
+  $$;
+
 -- Whether the caller's JWT claims name a live session of auth.uid(). Security definer because
 -- `authenticated` cannot read auth_sessions; a malformed session_id is simply not live.
 create function public.session_is_live() returns boolean
@@ -32,11 +44,7 @@ create function public.session_is_live() returns boolean
       or claimed !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then
       return false;
     end if;
-    return exists (
-      select 1 from public.auth_sessions s
-       where s.id = claimed::uuid and s.user_id = auth.uid()
-         and s.revoked_at is null and s.expires_at > now()
-    );
+    return public.session_is_live_for(claimed::uuid, auth.uid());
   end
   $$;
 
@@ -88,11 +96,7 @@ create function public.put_user_secret(
     stored_at timestamptz;
     is_new boolean;
   begin
-    if not exists (
-      select 1 from public.auth_sessions s
-       where s.id = put_user_secret.session_id and s.user_id = put_user_secret.user_id
-         and s.revoked_at is null and s.expires_at > now()
-    ) then
+    if not public.session_is_live_for(put_user_secret.session_id, put_user_secret.user_id) then
       return query select 'session_revoked'::text, null::timestamptz, null::boolean, null::integer;
       return;
     end if;
@@ -133,11 +137,7 @@ create function public.delete_user_secret(
   declare
     attempt record;
   begin
-    if not exists (
-      select 1 from public.auth_sessions s
-       where s.id = delete_user_secret.session_id and s.user_id = delete_user_secret.user_id
-         and s.revoked_at is null and s.expires_at > now()
-    ) then
+    if not public.session_is_live_for(delete_user_secret.session_id, delete_user_secret.user_id) then
       return query select 'session_revoked'::text, null::integer;
       return;
     end if;
@@ -183,11 +183,7 @@ create function public.reveal_user_secrets(
   declare
     attempt record;
   begin
-    if not exists (
-      select 1 from public.auth_sessions s
-       where s.id = reveal_user_secrets.session_id and s.user_id = reveal_user_secrets.user_id
-         and s.revoked_at is null and s.expires_at > now()
-    ) then
+    if not public.session_is_live_for(reveal_user_secrets.session_id, reveal_user_secrets.user_id) then
       return query select 'session_revoked'::text, null::text, null::bytea, null::bytea, null::text,
         null::timestamptz, null::integer;
       return;
@@ -248,6 +244,8 @@ create function public.record_reveal_failure(
 -- session_is_live() runs inside `authenticated`'s policies, so it must be executable by it. The
 -- vault's writes are the service's alone: Supabase grants new functions to the API roles by
 -- default, so each is revoked explicitly.
+revoke all on function public.session_is_live_for(uuid, uuid) from public, anon, authenticated;
+grant execute on function public.session_is_live_for(uuid, uuid) to service_role;
 revoke all on function public.session_is_live() from public, anon;
 grant execute on function public.session_is_live() to authenticated, service_role;
 

@@ -144,7 +144,9 @@ export function createSessionTokens(options: SessionTokenOptions): SessionTokens
 
 /**
  * Whether session `id` of creator `userId` is live (not revoked, not expired), as SQL: the one
- * definition here; public.session_is_live() applies the same test to the caller's own claims.
+ * definition here, written out rather than calling public.session_is_live_for: inline, it runs as
+ * the connection's role before AS_LIVE_SESSION's role switch (a function call there was checked
+ * as `authenticated` and refused).
  */
 const isLive = (id: string, userId: string) =>
   `exists(select 1 from public.auth_sessions
