@@ -3,7 +3,8 @@
  * its handler module's import alone and a runtime floor (Deno.serve hello, nothing imported).
  */
 import type { BenchEngine } from "./engines.ts";
-import { childEnv, freePort, type ServerProcess } from "./processes.ts";
+import { freePort } from "../tests/support/ports.ts";
+import { childEnv, type ServerProcess } from "./processes.ts";
 import { jsonHeaders } from "./routes.ts";
 import { log } from "./settings.ts";
 import { median, type RunResult } from "./summary.ts";

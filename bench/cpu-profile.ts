@@ -14,7 +14,8 @@
  * Chrome DevTools) and prints the top entries.
  */
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
-import { assertStorage, freePort, serverEnv, startProcess } from "./processes.ts";
+import { freePort } from "../tests/support/ports.ts";
+import { assertStorage, serverEnv, startProcess } from "./processes.ts";
 import {
   createDatabase,
   findPostgres,

@@ -4,7 +4,7 @@
 import { assertStorage, type ServerProcess, startProcess } from "./processes.ts";
 import { type BenchDatabase, createDatabase, findPostgres } from "./support.ts";
 import { startEdgeShape } from "../tests/support/edge.ts";
-import { findPgBouncer, type PgBouncer, startPgBouncer } from "../tests/support/pgbouncer.ts";
+import { findPgBouncer, startPgBouncer } from "../tests/support/pgbouncer.ts";
 
 // Engines: to add one (the deployed shape: functions as their own processes behind a pooler),
 // add an entry to ENGINES; everything bench/run.ts measures runs per entry.
@@ -72,7 +72,6 @@ function localEngine(
  * same driver settings (a pooler URL: no prepared statements). Supabase's own gateway is not here.
  */
 function deployedEngine(): BenchEngine {
-  const poolers = new Map<BenchDatabase, PgBouncer>();
   return {
     name: "deployed",
     storage: "postgres:public.user_secrets",
@@ -101,7 +100,6 @@ function deployedEngine(): BenchEngine {
           await direct.drop();
         },
       };
-      poolers.set(pooled, pooler);
       return pooled;
     },
     async startServer(db, keys) {

@@ -4,15 +4,9 @@
  * (its storage, its CPU time).
  */
 import { generateDevKeys } from "../server/dev-keys.ts";
+import { freePort } from "../tests/support/ports.ts";
 
 const ROOT = new URL("../", import.meta.url);
-
-export function freePort(): number {
-  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
-  const { port } = listener.addr as Deno.NetAddr;
-  listener.close();
-  return port;
-}
 
 /** Keys and limits for a benchmark server: fresh keys, rate limits out of the way. */
 export function serverEnv(extra: Record<string, string> = {}): Record<string, string> {

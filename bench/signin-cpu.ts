@@ -10,7 +10,8 @@
  * exchanges (nonces prepared first, 4 in flight) and the server's CPU time from /proc.
  * Knobs: SIGNIN_N (400), SIGNIN_ROUNDS (5).
  */
-import { childEnv, cpuMs, freePort, reportedStorage, serverEnv } from "./processes.ts";
+import { freePort } from "../tests/support/ports.ts";
+import { childEnv, cpuMs, reportedStorage, serverEnv } from "./processes.ts";
 import { createDatabase, findPostgres, newAccount, preparedProof } from "./support.ts";
 
 const N = Number(Deno.env.get("SIGNIN_N") ?? 400);
