@@ -16,25 +16,16 @@ export interface RateLimit {
   readonly windowSeconds?: number;
 }
 
-const HIT = "select hits, retry_after from public.hit_rate_limit($1, $2)";
-type Hit = { hits: number; retry_after: number };
-
-export async function enforceRateLimit(db: Queryable, limit: RateLimit): Promise<void> {
-  await judge(db, await db.query<Hit>(HIT, hitParams(limit)), limit.limit);
-}
-
-function hitParams({ bucket, windowSeconds = RATE_LIMIT_WINDOW_SECONDS }: RateLimit) {
-  return [bucket, windowSeconds];
-}
-
-async function judge(db: Queryable, [row]: Hit[], limit: number): Promise<void> {
+/** Counts one hit; over the limit, 429. Old windows are swept by public.hit_rate_limit itself. */
+export async function enforceRateLimit(
+  db: Queryable,
+  { bucket, limit, windowSeconds = RATE_LIMIT_WINDOW_SECONDS }: RateLimit,
+): Promise<void> {
+  const [row] = await db.query<{ hits: number; retry_after: number }>(
+    "select hits, retry_after from public.hit_rate_limit($1, $2)",
+    [bucket, windowSeconds],
+  );
   if (row.hits > limit) throw rateLimited(row.retry_after);
-  // Old windows are swept now and then by whoever passes by, so no scheduler is needed.
-  if (Math.random() < 0.01) {
-    await db.query(
-      "delete from public.rate_limit_windows where window_start < now() - interval '1 hour'",
-    );
-  }
 }
 
 export function rateLimited(retryAfterSeconds: number): ServiceError {
