@@ -2,11 +2,14 @@
  * The layers of GET and PUT /api/secrets for `deno task bench:profile`, from the bare query up to
  * the full request over HTTP.
  */
-import { queryAsLiveSession } from "../functions/_shared/auth/session-tokens.ts";
+import { listSecrets, putSecret } from "../functions/user-secrets/vault-store.ts";
 import { json } from "../functions/_shared/http/responses.ts";
 import { providerReadiness } from "../functions/_shared/vault/provider-routing.ts";
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
-import { LIST, type Profiled, readAll, type Step, UPSERT, UPSERT_BARE } from "./profile-setup.ts";
+import { LIST, type Profiled, readAll, type Step, UPSERT_BARE } from "./profile-setup.ts";
+
+/** Limits the profile never reaches: it times the write, not a refusal. */
+const UNLIMITED = { writesPerMinute: 1e9, revealsPerMinute: 1e9, revealsPerTokenPerMinute: 1e9 };
 
 export function listSteps(p: Profiled): Step[] {
   const { db, session, userId, context, edge, remote, appUrl, floorUrl, auth, token } = p;
@@ -19,18 +22,8 @@ export function listSteps(p: Profiled): Step[] {
       run: () => db.batch([{ text: LIST, params: [userId, SECRET_TYPES] }]),
     },
     {
-      name: "+ role, claims and live-session check (queryAsLiveSession)",
-      run: () => queryAsLiveSession(db, session, LIST, [userId, SECRET_TYPES]),
-    },
-    {
-      name: "what-if: check, role switch and read as one SQL function call (no BEGIN/COMMIT)",
-      run: () =>
-        db.query("select * from public.profile_list_as_live_session($1, $2, $3, $4)", [
-          JSON.stringify(session.claims),
-          session.sessionId,
-          userId,
-          SECRET_TYPES,
-        ]),
+      name: "the service's read: check, role and claims, read under RLS (public.list_user_secrets)",
+      run: () => listSecrets(db, session),
     },
     {
       name: "token check alone (verified-token cache hit)",
@@ -100,16 +93,20 @@ export function putSteps(p: Profiled): Step[] {
         ]),
     },
     {
-      name: "the service's upsert in queryAsLiveSession (one write)",
+      name: "the service's write: check, limit, upsert, audit (public.put_user_secret)",
       run: (i) =>
-        queryAsLiveSession(db, session, UPSERT, [
-          userId,
+        putSecret(
+          db,
+          session,
           SECRET_TYPES[i % SECRET_TYPES.length],
-          crypto.getRandomValues(new Uint8Array(48)),
-          crypto.getRandomValues(new Uint8Array(12)),
-          "k1",
+          {
+            ciphertext: crypto.getRandomValues(new Uint8Array(48)),
+            iv: crypto.getRandomValues(new Uint8Array(12)),
+            keyId: "k1",
+          },
           "…cdef",
-        ]),
+          UNLIMITED,
+        ),
     },
     {
       name: "AES-256-GCM encryption alone (keyring.encrypt)",

@@ -23,15 +23,6 @@ export const UPSERT_BARE =
   on conflict (user_id, secret_type) do update
     set ciphertext = excluded.ciphertext, iv = excluded.iv, updated_at = now()
   returning updated_at, xmax = 0 as created`;
-export const UPSERT =
-  `insert into public.user_secrets as s (user_id, secret_type, ciphertext, iv, key_id, hint)
-    values ($1, $2, $3, $4, $5, $6)
-  on conflict (user_id, secret_type) do update
-    set ciphertext = excluded.ciphertext, iv = excluded.iv, key_id = excluded.key_id,
-        hint = excluded.hint,
-        updated_at = greatest(now(), s.updated_at + interval '1 microsecond')
-  returning updated_at, (xmax = 0) as created`;
-
 /** One layer of a route, timed on its own. */
 export type Step = { name: string; run: (i: number) => Promise<unknown> | unknown };
 

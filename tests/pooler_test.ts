@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { parseConfig } from "../functions/_shared/config/config.ts";
 import { openPostgres } from "../functions/_shared/db/postgres.ts";
-import { queryAsLiveSession } from "../functions/_shared/auth/session-tokens.ts";
+import { listSecrets } from "../functions/user-secrets/vault-store.ts";
 import { testEnv } from "./support/app.ts";
 import { openTestDatabase } from "./support/database.ts";
 import { findPgBouncer, startPgBouncer } from "./support/pgbouncer.ts";
@@ -66,10 +66,10 @@ Deno.test({
               session_id: crypto.randomUUID(),
             },
           };
-          // The session is not live, so the role switch lands on `anon` and the check says so:
-          // either way the role and claims were set on the shared server connection.
+          // The session is not live: the list's check refuses it before switching role. The
+          // batch below then sets a role and claims on the shared server connection itself.
           await assert.rejects(
-            queryAsLiveSession(creatorClient, session, "select 1", []),
+            listSecrets(creatorClient, session),
             (error: { code?: string }) => error.code === "session_revoked",
           );
           await creatorClient.batch([

@@ -1,21 +1,17 @@
 /**
  * GET /user-secrets: the configuration, and with a session the creator's masked secrets (type,
- * time, hint; never a value) and which providers they complete. The list runs through
- * queryAsLiveSession (the creator's role and claims plus the session's liveness), so row-level
- * security, not only the query's own filter, decides which rows are reachable.
+ * time, hint; never a value) and which providers they complete. The list is read as the creator,
+ * under row-level security, in the statement that checks the session (vault-store.ts).
  */
 import type { AppConfig } from "../_shared/config/config.ts";
 import type { Database } from "../_shared/db/db.ts";
-import {
-  queryAsLiveSession,
-  type SessionTokens,
-  type VerifiedSession,
-} from "../_shared/auth/session-tokens.ts";
+import type { SessionTokens, VerifiedSession } from "../_shared/auth/session-tokens.ts";
 import { sessionBearer } from "../_shared/http/bodies.ts";
 import { json } from "../_shared/http/responses.ts";
 import type { Handler } from "../_shared/http/router.ts";
 import { providerReadiness } from "../_shared/vault/provider-routing.ts";
 import { SECRET_TYPES, type SecretType } from "../_shared/vault/secret-types.ts";
+import { listSecrets } from "./vault-store.ts";
 
 interface MaskedSecret {
   secretType: SecretType;
@@ -38,15 +34,7 @@ export function listRoute({ db, sessions, config }: ListDeps): Handler {
   };
 
   async function listMasked(session: VerifiedSession): Promise<MaskedSecret[]> {
-    const rows = await queryAsLiveSession<
-      { secret_type: SecretType; updated_at: Date; hint: string | null }
-    >(
-      db,
-      session,
-      `select secret_type, updated_at, hint from public.user_secrets
-        where user_id = $1 order by array_position($2::text[], secret_type)`,
-      [session.userId, SECRET_TYPES],
-    );
+    const rows = await listSecrets(db, session);
     return rows.map((row) => ({
       secretType: row.secret_type,
       updatedAt: row.updated_at.toISOString(),

@@ -1,13 +1,15 @@
 /**
- * The vault's writes and reveals, each one call of a checked security definer function (see the
- * migration 20261124000000): the function checks that the session is live, counts the request
- * against its limits and does the work, all in one statement, so one round trip and one
- * transaction. Only the service's own connection may execute them; `authenticated` writes nothing.
+ * The vault's reads, writes and reveals, each one call of a checked database function: the
+ * function checks that the session is live, counts the request against its limits (writes and
+ * reveals) and does the work, all in one statement, so one round trip and one transaction even
+ * through a pooler that prepares nothing. Writes and reveals are security definer (migration
+ * 20261124000000): `authenticated` writes nothing. The list reads as the creator, under row-level
+ * security (migration 20261124060000). Only the service's own connection may execute them.
  */
 import type { AppConfig } from "../_shared/config/config.ts";
 import type { Queryable } from "../_shared/db/db.ts";
 import { rateLimited } from "../_shared/auth/rate-limit.ts";
-import type { SecretType } from "../_shared/vault/secret-types.ts";
+import { SECRET_TYPES, type SecretType } from "../_shared/vault/secret-types.ts";
 import { sessionEnded, type VerifiedSession } from "../_shared/auth/session-tokens.ts";
 import type { SealedSecret } from "../_shared/vault/vault-crypto.ts";
 
@@ -46,6 +48,27 @@ function refused(row: Outcome): never {
   if (row.outcome === "rate_limited") throw rateLimited(row.retry_after ?? 1);
   if (row.outcome === "session_revoked") throw sessionEnded();
   throw new Error(`unexpected vault outcome ${row.outcome}`);
+}
+
+export type MaskedRow = {
+  readonly secret_type: SecretType;
+  readonly updated_at: Date;
+  readonly hint: string | null;
+};
+
+/**
+ * The creator's stored types, times and hints (never a value), in SECRET_TYPES order. The read
+ * runs as the creator with its claims, so row-level security, not only the query's own filter,
+ * decides which rows are reachable.
+ */
+export async function listSecrets(db: Queryable, session: VerifiedSession): Promise<MaskedRow[]> {
+  const rows = await db.query<MaskedRow & { live: boolean }>(
+    `select live, secret_type, updated_at, hint
+       from public.list_user_secrets($1, $2, $3, $4::text[])`,
+    [JSON.stringify(session.claims), session.sessionId, session.userId, SECRET_TYPES],
+  );
+  if (rows.length > 0 && !rows[0].live) throw sessionEnded();
+  return rows;
 }
 
 export async function putSecret(

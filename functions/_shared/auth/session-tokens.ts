@@ -5,7 +5,7 @@
  * session is still live, so sign-out and revocation take effect at once.
  */
 import { errors as joseErrors, jwtVerify, SignJWT } from "jose";
-import type { CreatorClaims, Database, Queryable, Row } from "../db/db.ts";
+import type { CreatorClaims, Queryable } from "../db/db.ts";
 import { ServiceError } from "../http/errors.ts";
 
 export const TOKEN_ISSUER = "wallet-proof";
@@ -29,7 +29,7 @@ export interface SessionTokens {
   verify(token: string): Promise<VerifiedSession>;
   /**
    * The token only (signature, algorithm, expiry, audience, claims), for a caller that checks the
-   * session in its own transaction with `queryAsLiveSession`, saving a round trip.
+   * session in its own statement (the vault's database functions), saving a round trip.
    */
   verifyToken(token: string): Promise<VerifiedSession>;
 }
@@ -142,53 +142,9 @@ export function createSessionTokens(options: SessionTokenOptions): SessionTokens
   };
 }
 
-/**
- * Whether session `id` of creator `userId` is live (not revoked, not expired), as SQL: the one
- * definition here, written out rather than calling public.session_is_live_for: inline, it runs as
- * the connection's role before AS_LIVE_SESSION's role switch (a function call there was checked
- * as `authenticated` and refused).
- */
-const isLive = (id: string, userId: string) =>
-  `exists(select 1 from public.auth_sessions
-           where id = ${id} and user_id = ${userId} and revoked_at is null and expires_at > now())`;
-
-const LIVE_SESSION = `select ${isLive("$1", "$2")} as live`;
+/** Whether the session is live (not revoked, not expired): the database's one definition of it. */
+const LIVE_SESSION = "select public.session_is_live_for($1, $2) as live";
 
 /** The one error for a session that was logged out, revoked or has expired in the database. */
 export const sessionEnded = (): ServiceError =>
   new ServiceError("session_revoked", "This session has ended; sign in again.");
-
-/**
- * Sets the creator's claims and role for the rest of the transaction, in the same statement that
- * checks the session is still live. A session that has ended gets the `anon` role instead, which
- * can touch nothing, so whatever runs next fails before it reads or writes.
- */
-const AS_LIVE_SESSION = `select set_config('request.jwt.claims', $1, true),
-        set_config('role', case when live then 'authenticated' else 'anon' end, true),
-        live
-   from (select ${isLive("$2", "$3")} as live) as session`;
-
-/**
- * Runs one statement as the session's creator (its role and JWT claims), and checks in the same transaction,
- * in the statement that sets the creator's role, that the session is still live: the check and the
- * statement see one snapshot, and an ended session gets session_revoked. BEGIN, the check, the
- * statement and COMMIT go out together (Database.batch): one round trip for the whole request.
- */
-export async function queryAsLiveSession<T extends Row>(
-  db: Database,
-  session: VerifiedSession,
-  text: string,
-  params: readonly unknown[],
-): Promise<T[]> {
-  const [check, statement] = await db.batch([
-    {
-      text: AS_LIVE_SESSION,
-      params: [JSON.stringify(session.claims), session.sessionId, session.userId],
-    },
-    { text, params },
-  ]);
-  if (check.status === "rejected") throw check.reason;
-  if (!(check.value[0] as { live: boolean }).live) throw sessionEnded();
-  if (statement.status === "rejected") throw statement.reason;
-  return statement.value as T[];
-}
