@@ -1,12 +1,30 @@
 import { serveWithLimits } from "../server/connection-limits.ts";
 import { runLoad } from "../bench/http-load.ts";
 const mode = Deno.args[0];
-const h = async (req: Request) => { if (req.body) await req.arrayBuffer(); return new Response('{"ok":true}', { headers: { "content-type": "application/json" } }); };
+const h = async (req: Request) => {
+  if (req.body) await req.arrayBuffer();
+  return new Response('{"ok":true}', { headers: { "content-type": "application/json" } });
+};
 let url: string;
-if (mode === "guard") { const s = serveWithLimits({ hostname: "127.0.0.1", port: 0 }, h); url = `http://127.0.0.1:${s.addr.port}/`; }
-else { const s = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, h); url = `http://127.0.0.1:${s.addr.port}/`; }
+if (mode === "guard") {
+  const s = serveWithLimits({ hostname: "127.0.0.1", port: 0 }, h);
+  url = `http://127.0.0.1:${s.addr.port}/`;
+} else {
+  const s = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, h);
+  url = `http://127.0.0.1:${s.addr.port}/`;
+}
 for (const method of ["GET", "POST"]) {
-  const r = await runLoad({ concurrency: 1, durationMs: 2000, warmupMs: 300, request: () => new Request(url, { method, body: method === "POST" ? '{"a":1}' : null, headers: { "content-type": "application/json" } }) });
+  const r = await runLoad({
+    concurrency: 1,
+    durationMs: 2000,
+    warmupMs: 300,
+    request: () =>
+      new Request(url, {
+        method,
+        body: method === "POST" ? '{"a":1}' : null,
+        headers: { "content-type": "application/json" },
+      }),
+  });
   console.log(mode, method, "p50", r.p50Ms.toFixed(3), "ms");
 }
 Deno.exit(0);

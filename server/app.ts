@@ -12,7 +12,7 @@ import { FORWARDED_FOR } from "../functions/_shared/config/env-schema.ts";
 import type { ServiceContext } from "../functions/_shared/context.ts";
 import { ServiceError } from "../functions/_shared/http/errors.ts";
 import { errorResponse } from "../functions/_shared/http/responses.ts";
-import { type Handler } from "../functions/_shared/http/router.ts";
+import type { FunctionHandler, Handler } from "../functions/_shared/http/router.ts";
 import { serve } from "../functions/_shared/http/serve.ts";
 import { isStaticPath, serveStatic } from "./static.ts";
 
@@ -31,7 +31,7 @@ export interface LocalApp {
 
 export function createLocalApp(context: ServiceContext): LocalApp {
   const cors = { allowedOrigins: context.config.allowedOrigins };
-  const wrap = (handler: Handler) => serve(handler, cors, context.log);
+  const wrap = (handler: FunctionHandler) => serve(handler, cors, context.log);
   const functions = serviceHandlers(context, wrap);
   functions[API] = wrap(createApiHandler(functions));
 

@@ -2,11 +2,13 @@
  * The thin /api proxy: maps the public /api paths onto the wallet-proof and user-secrets handlers
  * and calls them in its own process. Deployed, that is one invocation per request: no second trip
  * through Supabase's gateway, no second cold start. It holds no business logic; the functions answer.
+ * The request is handed over as the edge delivered it (method, URL, every header, the unread body),
+ * with the path below the function's name beside it: nothing is copied, and each route reads its
+ * own body within its own limit.
  */
 import type { ServiceContext } from "../_shared/context.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
-import { MAX_BODY_BYTES, MAX_PROOF_BODY_BYTES, readBody } from "../_shared/http/bodies.ts";
-import { type Handler, subpath } from "../_shared/http/router.ts";
+import { type FunctionHandler, type Handler, subpath } from "../_shared/http/router.ts";
 import {
   createUserSecretsHandler,
   FUNCTION_NAME as USER_SECRETS,
@@ -28,8 +30,8 @@ export const FUNCTION_NAMES = [WALLET_PROOF, USER_SECRETS, FUNCTION_NAME] as con
 /** The functions behind /api, built from one context, each passed through `wrap`. */
 export function serviceHandlers(
   context: ServiceContext,
-  wrap: (handler: Handler) => Handler = (handler) => handler,
-): Record<string, Handler> {
+  wrap: (handler: FunctionHandler) => FunctionHandler = (handler) => handler,
+): Record<string, FunctionHandler> {
   return {
     [WALLET_PROOF]: wrap(createWalletProofHandler(context)),
     [USER_SECRETS]: wrap(createUserSecretsHandler(context)),
@@ -46,34 +48,21 @@ export const API_ROUTES: Readonly<Record<string, readonly [string, string]>> = {
   "/secrets/reveal": [USER_SECRETS, "/reveal"],
 };
 
-/** Handlers by function name, each taking requests addressed to `/functions/v1/<name>/…`. */
-export type FunctionHandlers = Readonly<Record<string, Handler>>;
+/** Handlers by function name; the proxy hands each the path below its name beside the request. */
+export type FunctionHandlers = Readonly<Record<string, FunctionHandler>>;
 
 export function createApiHandler(functions: FunctionHandlers): Handler {
+  // deno-lint-ignore require-await
   return async (request) => {
-    const path = subpath(request.url, FUNCTION_NAME)?.replace(/\/+$/, "") ?? null;
+    const path = subpath(request.url, FUNCTION_NAME);
     const target = path === null ? undefined : API_ROUTES[path];
     if (target === undefined) throw new ServiceError("not_found", "No such route.");
     const [functionName, functionPath] = target;
     const handler = functions[functionName];
     if (handler === undefined) throw new ServiceError("not_found", "No such route.");
-    // Case-insensitive: `new Request` below normalises "get" to GET, which must carry no body.
-    const bodiless = ["GET", "HEAD"].includes(request.method.toUpperCase());
-    const limit = path === "/auth/wallet-proof" ? MAX_PROOF_BODY_BYTES : MAX_BODY_BYTES;
-    const body = bodiless ? null : await readBody(request, limit);
-    // Every header is kept as the edge delivered it: this is a call within one process, not a
-    // hop, so nothing a client names in `Connection` can strip a header the service set (such as
-    // x-forwarded-for). Only the framing headers go, since the body is handed over whole.
-    const headers = new Headers(request.headers);
-    headers.delete("content-length");
-    headers.delete("transfer-encoding");
-    const url = new URL(request.url);
-    return await handler(
-      new Request(
-        `${url.origin}/functions/v1/${functionName}${functionPath}${url.search}`,
-        { method: request.method, headers, body },
-      ),
-    );
+    // A call within one process, not a hop: nothing a client names in `Connection` can strip a
+    // header the edge set (such as x-forwarded-for), since no header is touched at all.
+    return handler(request, functionPath);
   };
 }
 

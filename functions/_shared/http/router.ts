@@ -3,6 +3,12 @@ import { ServiceError } from "./errors.ts";
 
 export type Handler = (request: Request) => Promise<Response>;
 
+/**
+ * A function's handler. `path`, when given, is the path below the function's name, already routed
+ * by the /api proxy, which hands the request over as it came rather than rebuilt for a new URL.
+ */
+export type FunctionHandler = (request: Request, path?: string) => Promise<Response>;
+
 export interface Route {
   readonly method: "GET" | "POST" | "PUT" | "DELETE";
   /** The path below the function's own name, e.g. "" or "/reveal". */
@@ -22,9 +28,9 @@ export function subpath(url: string, functionName: string): string | null {
   return rest.slice(functionName.length).replace(/\/+$/, "");
 }
 
-export function router(functionName: string, routes: readonly Route[]): Handler {
-  return (request) => {
-    const path = subpath(request.url, functionName);
+export function router(functionName: string, routes: readonly Route[]): FunctionHandler {
+  return (request, routed) => {
+    const path = routed ?? subpath(request.url, functionName);
     const candidates = routes.filter((route) => route.path === path);
     if (path === null || candidates.length === 0) {
       throw new ServiceError("not_found", "No such route.");

@@ -1,7 +1,7 @@
 /** CORS and the error boundary every function (and the local server) answers through. */
 import type { Logger } from "./log.ts";
 import { errorResponse, toServiceError } from "./responses.ts";
-import type { Handler } from "./router.ts";
+import type { FunctionHandler } from "./router.ts";
 
 /** The reveal header x-service-server-secret is deliberately absent: a browser cannot send it. */
 export const CORS_ALLOWED_HEADERS = "authorization, content-type, apikey, x-client-info";
@@ -31,8 +31,8 @@ function corsHeaders(request: Request, policy: CorsPolicy): HeaderPairs {
  * database a 503, anything else a generic 500 whose details stay in the server log (by name and
  * code only, since driver messages can quote parameters).
  */
-export function serve(handler: Handler, policy: CorsPolicy, log: Logger): Handler {
-  return async (request) => {
+export function serve(handler: FunctionHandler, policy: CorsPolicy, log: Logger): FunctionHandler {
+  return async (request, path) => {
     const cors = corsHeaders(request, policy);
     if (request.method === "OPTIONS") {
       const preflight = new Headers(cors as [string, string][]);
@@ -43,7 +43,7 @@ export function serve(handler: Handler, policy: CorsPolicy, log: Logger): Handle
     }
     let response: Response;
     try {
-      response = await handler(request);
+      response = await handler(request, path);
     } catch (error) {
       response = errorResponse(toServiceError(error, log));
     }
