@@ -14,26 +14,11 @@
  */
 import { parseConfig } from "../functions/_shared/config/config.ts";
 import { openDatabase } from "../server/database.ts";
-import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
+import { listAnswer, upsertAnswer } from "./floor-queries.ts";
 
 const config = parseConfig(Deno.env.toObject());
 const db = await openDatabase(config.database);
 const storage = `${db.engine}:public.user_secrets`;
-
-async function list(user: string | null): Promise<Response> {
-  const rows = await db.query<{ secret_type: string; updated_at: Date; hint: string | null }>(
-    `select secret_type, updated_at, hint from public.user_secrets
-      where user_id = $1 order by array_position($2::text[], secret_type)`,
-    [user, SECRET_TYPES],
-  );
-  return Response.json({
-    secrets: rows.map((row) => ({
-      secretType: row.secret_type,
-      updatedAt: row.updated_at.toISOString(),
-      hint: row.hint,
-    })),
-  });
-}
 
 async function ciphertexts(user: string | null): Promise<Response> {
   const rows = await db.query<{ secret_type: string; ciphertext: Uint8Array; key_id: string }>(
@@ -66,27 +51,6 @@ async function auditedCiphertexts(user: string | null): Promise<Response> {
   });
 }
 
-async function upsert(user: string | null, type: string | null): Promise<Response> {
-  const [row] = await db.query<{ updated_at: Date; created: boolean }>(
-    `insert into public.user_secrets (user_id, secret_type, ciphertext, iv, key_id)
-       values ($1, $2, $3, $4, 'k1')
-     on conflict (user_id, secret_type) do update
-       set ciphertext = excluded.ciphertext, iv = excluded.iv, updated_at = now()
-     returning updated_at, xmax = 0 as created`,
-    [
-      user,
-      type,
-      crypto.getRandomValues(new Uint8Array(48)),
-      crypto.getRandomValues(new Uint8Array(12)),
-    ],
-  );
-  return Response.json({
-    secretType: type,
-    updatedAt: row.updated_at.toISOString(),
-    created: row.created,
-  });
-}
-
 const server = Deno.serve(
   { hostname: "127.0.0.1", port: config.port, onListen: () => {} },
   (request) => {
@@ -95,8 +59,8 @@ const server = Deno.serve(
     if (url.pathname === "/ready") return Response.json({ storage });
     if (url.pathname === "/reveal") return ciphertexts(user);
     if (url.pathname === "/reveal-audited") return auditedCiphertexts(user);
-    if (request.method === "PUT") return upsert(user, url.searchParams.get("type"));
-    return list(user);
+    if (request.method === "PUT") return upsertAnswer(db, user, url.searchParams.get("type"));
+    return listAnswer(db, user);
   },
 );
 

@@ -1,16 +1,7 @@
 /**
  * The machine and the code a bench run measured, for its results file.
  */
-
-async function commandOutput(command: string, args: string[]): Promise<string | null> {
-  try {
-    const output = await new Deno.Command(command, { args, stdout: "piped", stderr: "null" })
-      .output();
-    return output.success ? new TextDecoder().decode(output.stdout).trim() : null;
-  } catch {
-    return null;
-  }
-}
+import { commandOutput } from "../tests/support/command-output.ts";
 
 /** `postgresAdminUrl`: the server whose version is reported, when an engine found one. */
 export async function machine(postgresAdminUrl: string | null) {

@@ -6,7 +6,8 @@ import { listSecrets, putSecret } from "../functions/user-secrets/vault-store.ts
 import { json } from "../functions/_shared/http/responses.ts";
 import { providerReadiness } from "../functions/_shared/vault/provider-routing.ts";
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
-import { LIST, type Profiled, readAll, type Step, UPSERT_BARE } from "./profile-setup.ts";
+import { LIST, listBare, upsertBare } from "./floor-queries.ts";
+import { type Profiled, readAll, type Step } from "./profile-setup.ts";
 
 /** Limits the profile never reaches: it times the write, not a refusal. */
 const UNLIMITED = { writesPerMinute: 1e9, revealsPerMinute: 1e9, revealsPerTokenPerMinute: 1e9 };
@@ -16,7 +17,7 @@ export function listSteps(p: Profiled): Step[] {
   const fn = p.app.functions;
   const get = (url: string, headers: HeadersInit = auth) => new Request(url, { headers });
   return [
-    { name: "bare query (the floor's read)", run: () => db.query(LIST, [userId, SECRET_TYPES]) },
+    { name: "bare query (the floor's read)", run: () => listBare(db, userId) },
     {
       name: "the query in a batch transaction (BEGIN, query, COMMIT: one write)",
       run: () => db.batch([{ text: LIST, params: [userId, SECRET_TYPES] }]),
@@ -84,13 +85,7 @@ export function putSteps(p: Profiled): Step[] {
   return [
     {
       name: "bare upsert (the floor's write)",
-      run: (i) =>
-        db.query(UPSERT_BARE, [
-          userId,
-          SECRET_TYPES[i % SECRET_TYPES.length],
-          crypto.getRandomValues(new Uint8Array(48)),
-          crypto.getRandomValues(new Uint8Array(12)),
-        ]),
+      run: (i) => upsertBare(db, userId, SECRET_TYPES[i % SECRET_TYPES.length]),
     },
     {
       name: "the service's write: check, limit, upsert, audit (public.put_user_secret)",

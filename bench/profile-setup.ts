@@ -8,6 +8,7 @@ import { createServiceContext } from "../functions/_shared/context.ts";
 import { openDatabase } from "../server/database.ts";
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 import { atEdge, createLocalApp } from "../server/app.ts";
+import { listAnswer, upsertAnswer } from "./floor-queries.ts";
 import { serverEnv } from "./processes.ts";
 import { createDatabase, newAccount } from "./support.ts";
 
@@ -15,14 +16,6 @@ export const ROUNDS = Number(Deno.env.get("PROFILE_ROUNDS") ?? 5);
 export const CALLS = Number(Deno.env.get("PROFILE_CALLS") ?? 300);
 const silent = { info() {}, warn() {}, error() {} };
 
-export const LIST = `select secret_type, updated_at, hint from public.user_secrets
-  where user_id = $1 order by array_position($2::text[], secret_type)`;
-export const UPSERT_BARE =
-  `insert into public.user_secrets (user_id, secret_type, ciphertext, iv, key_id)
-    values ($1, $2, $3, $4, 'k1')
-  on conflict (user_id, secret_type) do update
-    set ciphertext = excluded.ciphertext, iv = excluded.iv, updated_at = now()
-  returning updated_at, xmax = 0 as created`;
 /** One layer of a route, timed on its own. */
 export type Step = { name: string; run: (i: number) => Promise<unknown> | unknown };
 
@@ -49,28 +42,11 @@ export async function setUp(adminUrl: string) {
   // An HTTP server in this process: the app as the edge serves it, and a bare floor handler.
   const remote = { hostname: "127.0.0.1", port: 4 } as Deno.NetAddr;
   const appServer = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, edge);
-  const floorServer = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
+  const floorServer = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (req) => {
     const user = new URL(req.url).searchParams.get("user");
-    if (req.method === "PUT") {
-      const [row] = await db.query<{ updated_at: Date; created: boolean }>(UPSERT_BARE, [
-        user,
-        "provider_a_api_key",
-        crypto.getRandomValues(new Uint8Array(48)),
-        crypto.getRandomValues(new Uint8Array(12)),
-      ]);
-      return Response.json({ updatedAt: row.updated_at.toISOString(), created: row.created });
-    }
-    const rows = await db.query<{ secret_type: string; updated_at: Date; hint: string | null }>(
-      LIST,
-      [user, SECRET_TYPES],
-    );
-    return Response.json({
-      secrets: rows.map((r) => ({
-        secretType: r.secret_type,
-        updatedAt: r.updated_at.toISOString(),
-        hint: r.hint,
-      })),
-    });
+    return req.method === "PUT"
+      ? upsertAnswer(db, user, "provider_a_api_key")
+      : listAnswer(db, user);
   });
   const appUrl = `http://127.0.0.1:${appServer.addr.port}`;
   const floorUrl = `http://127.0.0.1:${floorServer.addr.port}`;

@@ -14,6 +14,7 @@
  * Prints a table (µs, median per call) and writes bench/results/profile.json, which
  * `deno task bench:report` adds to bench/README.md.
  */
+import { commit } from "./machine.ts";
 import { createWhatIfs } from "./profile-what-ifs.ts";
 import { listSteps, putSteps } from "./profile-secrets.ts";
 import { CALLS, ROUNDS, setUp, type Step } from "./profile-setup.ts";
@@ -61,19 +62,6 @@ await profile("GET /api/secrets", listSteps(profiled));
 await profile("PUT /api/secrets", putSteps(profiled));
 await profile("POST /api/auth/nonce", nonceSteps(profiled));
 await profile("POST /api/auth/wallet-proof", await walletProofSteps(profiled));
-
-async function commit(): Promise<string> {
-  try {
-    const run = (args: string[]) =>
-      new Deno.Command("git", { args, stdout: "piped", stderr: "null" }).output();
-    const head = new TextDecoder().decode((await run(["rev-parse", "--short", "HEAD"])).stdout)
-      .trim();
-    const dirty = (await run(["status", "--porcelain", "--untracked-files=no"])).stdout.length > 0;
-    return dirty ? `${head} + uncommitted changes` : head;
-  } catch {
-    return "unknown";
-  }
-}
 
 await Deno.writeTextFile(
   new URL("results/profile.json", import.meta.url),

@@ -8,6 +8,7 @@ import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { generatePrivateKey } from "viem/accounts";
 import { openDatabase } from "../server/database.ts";
 import { migrate } from "../scripts/lib/migrations.ts";
+import { createFreshPostgres } from "../tests/support/fresh-postgres.ts";
 
 export type Engine = "postgres" | "pglite";
 
@@ -64,30 +65,19 @@ export async function createDatabase(
       drop: () => Deno.remove(dataDir, { recursive: true }).catch(() => {}),
     };
   }
-  const name = `wallet_vault_bench_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
-  const admin = postgres(adminUrl!, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name}`);
-  const url = new URL(adminUrl!);
-  url.pathname = `/${name}`;
-  const db = await openDatabase({
-    engine: "postgres",
-    url: url.toString(),
+  const fresh = await createFreshPostgres(adminUrl!, {
+    namePrefix: "wallet_vault_bench_",
     maxConnections: 2,
-    prepare: true,
     queryTimeoutMs: 600_000,
   });
-  await migrate(db);
   return {
     engine,
-    env: { DATABASE_URL: url.toString() },
-    url: url.toString(),
+    env: { DATABASE_URL: fresh.url },
+    url: fresh.url,
     dataDir: null,
-    sql: (script) => db.execScript(script),
-    async drop() {
-      await db.close().catch(() => {});
-      await admin.unsafe(`drop database if exists ${name} with (force)`).catch(() => {});
-      await admin.end({ timeout: 1 }).catch(() => {});
-    },
+    sql: (script) => fresh.db.execScript(script),
+    // Best effort, as the clean-up of a run: a failed drop must not fail what was measured.
+    drop: () => fresh.drop().catch(() => {}),
   };
 }
 

@@ -4,10 +4,10 @@
  * second. Real Postgres (when DATABASE_URL is set): each test file gets a fresh database, dropped
  * when it closes, so runs never see each other's rows.
  */
-import postgres from "postgres";
 import type { Database } from "../../functions/_shared/db/db.ts";
 import { openDatabase } from "../../server/database.ts";
 import { migrate, readMigrations } from "../../scripts/lib/migrations.ts";
+import { createFreshPostgres } from "./fresh-postgres.ts";
 
 export type Engine = Database["engine"];
 
@@ -63,34 +63,10 @@ export async function openTestDatabase(engine: Engine): Promise<TestDatabase> {
     });
     return { db, url: null, close: () => db.close() };
   }
-  const adminUrl = Deno.env.get("DATABASE_URL")!;
-  const name = `wallet_vault_test_${crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`;
-  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const db = await openDatabase({
-    engine: "postgres",
-    url: url.toString(),
+  const fresh = await createFreshPostgres(Deno.env.get("DATABASE_URL")!, {
+    namePrefix: "wallet_vault_test_",
     maxConnections: 10,
-    prepare: true,
     queryTimeoutMs: 10_000,
   });
-  try {
-    await migrate(db);
-  } catch (error) {
-    await db.close();
-    await admin.unsafe(`drop database if exists ${name} with (force)`);
-    await admin.end();
-    throw error;
-  }
-  return {
-    db,
-    url: url.toString(),
-    async close() {
-      await db.close();
-      await admin.unsafe(`drop database if exists ${name} with (force)`);
-      await admin.end();
-    },
-  };
+  return { db: fresh.db, url: fresh.url, close: fresh.drop };
 }

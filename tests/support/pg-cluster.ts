@@ -6,6 +6,7 @@
  * initdb refuses to run as root, so as root the server binaries run as the `postgres` user through
  * `runuser`. Where no server binaries exist, `findPostgresBinaries()` says why and tests skip.
  */
+import { commandOutput } from "./command-output.ts";
 import { freePort } from "./ports.ts";
 
 export interface PostgresBinaries {
@@ -29,16 +30,6 @@ async function exists(path: string): Promise<boolean> {
   }
 }
 
-async function output(command: string, args: string[]): Promise<string | null> {
-  try {
-    const result = await new Deno.Command(command, { args, stdout: "piped", stderr: "null" })
-      .output();
-    return result.success ? new TextDecoder().decode(result.stdout).trim() : null;
-  } catch {
-    return null;
-  }
-}
-
 /** Finds initdb/pg_ctl (newest major version first) and how to run them. */
 export async function findPostgresBinaries(): Promise<BinariesLookup> {
   const candidates: string[] = [];
@@ -54,7 +45,7 @@ export async function findPostgresBinaries(): Promise<BinariesLookup> {
       // not installed there
     }
   }
-  const pgConfig = await output("pg_config", ["--bindir"]);
+  const pgConfig = await commandOutput("pg_config", ["--bindir"]);
   if (pgConfig) candidates.push(pgConfig);
 
   let dir: string | undefined;
@@ -70,8 +61,8 @@ export async function findPostgresBinaries(): Promise<BinariesLookup> {
   if (Deno.uid() !== 0) return { found: { dir, asUser: [], owner: null } };
 
   // As root: run the server as `postgres`, which must exist and be reachable through runuser.
-  const uid = await output("id", ["-u", "postgres"]);
-  const gid = await output("id", ["-g", "postgres"]);
+  const uid = await commandOutput("id", ["-u", "postgres"]);
+  const gid = await commandOutput("id", ["-g", "postgres"]);
   if (
     uid === null || gid === null ||
     !(await exists("/usr/sbin/runuser") || await exists("/sbin/runuser"))

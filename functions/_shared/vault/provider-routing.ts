@@ -10,6 +10,7 @@ import {
   isSecretType,
   PROVIDER_IDS,
   type ProviderId,
+  type ProviderInfo,
   PROVIDERS,
   type SecretType,
   STEP_KINDS,
@@ -155,13 +156,12 @@ function missingKeysMessage(stepKind: StepKind, options: readonly RouteOption[])
   return `${stepKind} steps need ${ways}.${partial}`;
 }
 
-export interface ProviderReadiness {
+/** A provider's label and step kinds, as the registry has them, and whether it is usable yet. */
+export interface ProviderReadiness extends Pick<ProviderInfo, "label" | "stepKinds"> {
   readonly id: ProviderId;
-  readonly label: string;
   readonly ready: boolean;
   /** Types the provider needs that are not stored; empty when ready. */
   readonly missing: readonly SecretType[];
-  readonly stepKinds: readonly StepKind[];
 }
 
 /** For each provider, in the registry's order: ready or not, and which types are missing. */
