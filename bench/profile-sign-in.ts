@@ -30,7 +30,8 @@ export function nonceSteps(p: Profiled): Step[] {
         ),
     },
     {
-      name: "the two in a row, as the handler does them (two round trips, two commits)",
+      name:
+        "the two in a row (two round trips, two commits: the handler before public.issue_nonce)",
       run: async () => {
         await db.query("select hits, retry_after from public.hit_rate_limit($1, $2)", [
           "nonce:ip:profile2",
@@ -44,13 +45,16 @@ export function nonceSteps(p: Profiled): Step[] {
       },
     },
     {
-      name: "what-if: rate limit and insert as one SQL function call (one round trip, one commit)",
+      name: "the service's call: public.issue_nonce (limit and insert, one round trip, one commit)",
       run: () =>
-        db.query("select * from public.profile_issue_nonce($1, $2, $3, $4)", [
+        db.query("select * from public.issue_nonce($1, $2, $3, $4, $5, $6, $7)", [
           crypto.randomUUID().replaceAll("-", ""),
           600,
+          null,
+          null,
           "nonce:ip:profile3",
           1_000_000,
+          60,
         ]),
     },
     {
@@ -64,7 +68,7 @@ export function nonceSteps(p: Profiled): Step[] {
         ),
     },
     {
-      name: "wallet-proof function, in-process (rate limit, then insert: two writes in a row)",
+      name: "wallet-proof function, in-process (public.issue_nonce: one call)",
       run: () =>
         readAll(fn["wallet-proof"](nonceRequest("http://x/functions/v1/wallet-proof/nonce"))),
     },
