@@ -191,6 +191,24 @@ Deno.test("routes match below the function name with or without the /functions/v
   );
 });
 
+Deno.test("a routed path handed beside the request wins over the URL; anything else is ignored", async () => {
+  const handle = router("demo", [{
+    method: "GET",
+    path: "/thing",
+    handle: () => Promise.resolve(new Response("ok")),
+  }]);
+  // How the /api proxy calls a function: the request as it came, the path below the name beside it.
+  assert.equal(await (await handle(new Request("http://x/api/other"), "/thing")).text(), "ok");
+  assert.throws(
+    () => handle(new Request("http://x/demo/thing"), "/other"),
+    (e: ServiceError) => e.code === "not_found",
+  );
+  // Deno.serve, handed a function directly, passes its connection info second: routed by URL.
+  const info = { remoteAddr: { transport: "tcp", hostname: "127.0.0.1", port: 1 } };
+  const viaServe = handle as unknown as (request: Request, info: unknown) => Promise<Response>;
+  assert.equal(await (await viaServe(new Request("http://x/demo/thing"), info)).text(), "ok");
+});
+
 Deno.test("an empty body reads as undefined and is the handler's call", async () => {
   assert.equal(await readJson(new Request("http://x/", { method: "POST" })), undefined);
 });

@@ -30,7 +30,8 @@ export function subpath(url: string, functionName: string): string | null {
 
 export function router(functionName: string, routes: readonly Route[]): FunctionHandler {
   return (request, routed) => {
-    const path = routed ?? subpath(request.url, functionName);
+    // Only a string is a routed path: Deno.serve, handed this directly, passes its connection info.
+    const path = typeof routed === "string" ? routed : subpath(request.url, functionName);
     const candidates = routes.filter((route) => route.path === path);
     if (path === null || candidates.length === 0) {
       throw new ServiceError("not_found", "No such route.");
