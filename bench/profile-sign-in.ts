@@ -4,7 +4,19 @@
  */
 import { checkSiweMessage, verifySignature } from "../functions/_shared/auth/siwe.ts";
 import { hashRefreshToken, newRefreshToken } from "../functions/_shared/auth/refresh-tokens.ts";
+import { WITHOUT_WAITING_FOR_FLUSH } from "../functions/wallet-proof/nonce.ts";
 import { CALLS, type Profiled, readAll, ROUNDS, type Step } from "./profile-setup.ts";
+
+const ISSUE_NONCE = "select * from public.issue_nonce($1, $2, $3, $4, $5, $6, $7)";
+const issueNonceParams = (bucket: string) => [
+  crypto.randomUUID().replaceAll("-", ""),
+  600,
+  null,
+  null,
+  bucket,
+  1_000_000,
+  60,
+];
 
 export function nonceSteps(p: Profiled): Step[] {
   const { db, edge, remote, appUrl, jsonHeaders } = p;
@@ -45,16 +57,15 @@ export function nonceSteps(p: Profiled): Step[] {
       },
     },
     {
-      name: "the service's call: public.issue_nonce (limit and insert, one round trip, one commit)",
+      name: "public.issue_nonce alone (limit and insert: one round trip, one commit)",
+      run: () => db.query(ISSUE_NONCE, issueNonceParams("nonce:ip:profile3")),
+    },
+    {
+      name: "the service's call: public.issue_nonce, its commit not waiting for the WAL flush",
       run: () =>
-        db.query("select * from public.issue_nonce($1, $2, $3, $4, $5, $6, $7)", [
-          crypto.randomUUID().replaceAll("-", ""),
-          600,
-          null,
-          null,
-          "nonce:ip:profile3",
-          1_000_000,
-          60,
+        db.batch([
+          { text: WITHOUT_WAITING_FOR_FLUSH },
+          { text: ISSUE_NONCE, params: issueNonceParams("nonce:ip:profile5") },
         ]),
     },
     {
@@ -68,7 +79,7 @@ export function nonceSteps(p: Profiled): Step[] {
         ),
     },
     {
-      name: "wallet-proof function, in-process (public.issue_nonce: one call)",
+      name: "wallet-proof function, in-process (public.issue_nonce: one call, no flush wait)",
       run: () =>
         readAll(fn["wallet-proof"](nonceRequest("http://x/functions/v1/wallet-proof/nonce"))),
     },

@@ -1,7 +1,7 @@
 /** POST /wallet-proof/nonce: a server nonce, bound to the address and chain asked for. */
 import { z } from "zod";
 import type { AppConfig } from "../_shared/config/config.ts";
-import type { Database } from "../_shared/db/db.ts";
+import type { Database, Row } from "../_shared/db/db.ts";
 import { checksumAddress } from "../_shared/auth/eth.ts";
 import { clientIp, RATE_LIMIT_WINDOW_SECONDS, rateLimited } from "../_shared/auth/rate-limit.ts";
 import { buildSiweMessage, generateNonce, toStatement } from "../_shared/auth/siwe.ts";
@@ -17,6 +17,16 @@ const nonceRequest = z.strictObject({
     .optional(),
   chainId: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
 });
+
+/**
+ * Issuing a nonce does not wait for the WAL flush (synchronous_commit off, for its own transaction
+ * only). A nonce is short-lived and cheap to replace: a database crash can forget those issued in
+ * its last moments (wal_writer_delay, 200 ms by default), whose sign-ins then fail as
+ * nonce_unknown and start over with a new one. Replay protection is unchanged: spending a nonce
+ * commits synchronously, and that flush covers the nonce's own insert, written before it. And this
+ * route needs no session, so a flush per request would let anyone make the database flush at will.
+ */
+export const WITHOUT_WAITING_FOR_FLUSH = "set local synchronous_commit = off";
 
 export interface NonceDeps {
   readonly db: Database;
@@ -52,21 +62,30 @@ export function nonceRoute({ db, config, signInOrigins }: NonceDeps): Handler {
     const nonce = generateNonce();
     // One call: the client's rate-limit hit, then (within the limit) the nonce, bound to the
     // address and chain asked for so that only a proof for them can spend it.
-    const [row] = await db.query<
-      { outcome: "issued" | "rate_limited"; issued_at: Date; expires_at: Date; retry_after: number }
-    >(
-      `select outcome, issued_at, expires_at, retry_after
-         from public.issue_nonce($1, $2, $3, $4, $5, $6, $7)`,
-      [
-        nonce,
-        config.nonceTtlSeconds,
-        body.address?.toLowerCase() ?? null,
-        body.chainId ?? null,
-        `nonce:ip:${clientIp(request, config.clientIp)}`,
-        config.rateLimits.noncePerIpPerMinute,
-        RATE_LIMIT_WINDOW_SECONDS,
-      ],
-    );
+    const outcomes = await db.batch([
+      { text: WITHOUT_WAITING_FOR_FLUSH },
+      {
+        text: `select outcome, issued_at, expires_at, retry_after
+                 from public.issue_nonce($1, $2, $3, $4, $5, $6, $7)`,
+        params: [
+          nonce,
+          config.nonceTtlSeconds,
+          body.address?.toLowerCase() ?? null,
+          body.chainId ?? null,
+          `nonce:ip:${clientIp(request, config.clientIp)}`,
+          config.rateLimits.noncePerIpPerMinute,
+          RATE_LIMIT_WINDOW_SECONDS,
+        ],
+      },
+    ]);
+    for (const outcome of outcomes) if (outcome.status === "rejected") throw outcome.reason;
+    const issued = outcomes[1] as PromiseFulfilledResult<Row[]>;
+    const row = issued.value[0] as {
+      outcome: "issued" | "rate_limited";
+      issued_at: Date;
+      expires_at: Date;
+      retry_after: number;
+    };
     if (row.outcome === "rate_limited") throw rateLimited(row.retry_after);
     const fields = {
       domain: new URL(origin).host,
