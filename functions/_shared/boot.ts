@@ -22,14 +22,7 @@ export function bootFunction(create: (context: ServiceContext) => Handler): Hand
     }
     const db = openPostgres(config.database);
     const context = createServiceContext(config, db, consoleLogger);
-    const handler = serve(
-      create(context),
-      { allowedOrigins: config.allowedOrigins },
-      consoleLogger,
-    );
-    // The request alone: Deno.serve passes its connection info second, where a function handler
-    // takes an already-routed path (router.ts).
-    return (request) => handler(request);
+    return serve(create(context), { allowedOrigins: config.allowedOrigins }, consoleLogger);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     console.error(error.message);

@@ -1,7 +1,7 @@
 /** POST /wallet-proof/nonce: a server nonce, bound to the address and chain asked for. */
 import { z } from "zod";
 import type { AppConfig } from "../_shared/config/config.ts";
-import type { Database, Row } from "../_shared/db/db.ts";
+import type { Database } from "../_shared/db/db.ts";
 import { checksumAddress } from "../_shared/auth/eth.ts";
 import { clientIp, RATE_LIMIT_WINDOW_SECONDS, rateLimited } from "../_shared/auth/rate-limit.ts";
 import { buildSiweMessage, generateNonce, toStatement } from "../_shared/auth/siwe.ts";
@@ -27,6 +27,13 @@ const nonceRequest = z.strictObject({
  * route needs no session, so a flush per request would let anyone make the database flush at will.
  */
 export const WITHOUT_WAITING_FOR_FLUSH = "set local synchronous_commit = off";
+
+type IssuedNonce = {
+  outcome: "issued" | "rate_limited";
+  issued_at: Date;
+  expires_at: Date;
+  retry_after: number;
+};
 
 export interface NonceDeps {
   readonly db: Database;
@@ -62,7 +69,7 @@ export function nonceRoute({ db, config, signInOrigins }: NonceDeps): Handler {
     const nonce = generateNonce();
     // One call: the client's rate-limit hit, then (within the limit) the nonce, bound to the
     // address and chain asked for so that only a proof for them can spend it.
-    const outcomes = await db.batch([
+    const [setting, issued] = await db.batch([
       { text: WITHOUT_WAITING_FOR_FLUSH },
       {
         text: `select outcome, issued_at, expires_at, retry_after
@@ -78,14 +85,10 @@ export function nonceRoute({ db, config, signInOrigins }: NonceDeps): Handler {
         ],
       },
     ]);
-    for (const outcome of outcomes) if (outcome.status === "rejected") throw outcome.reason;
-    const issued = outcomes[1] as PromiseFulfilledResult<Row[]>;
-    const row = issued.value[0] as {
-      outcome: "issued" | "rate_limited";
-      issued_at: Date;
-      expires_at: Date;
-      retry_after: number;
-    };
+    // Behind a failed setting the call failed too (the transaction was aborted): report the first.
+    if (setting.status === "rejected") throw setting.reason;
+    if (issued.status === "rejected") throw issued.reason;
+    const [row] = issued.value as IssuedNonce[];
     if (row.outcome === "rate_limited") throw rateLimited(row.retry_after);
     const fields = {
       domain: new URL(origin).host,
