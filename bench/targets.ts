@@ -18,7 +18,7 @@ export interface Target {
 
 // Causes are written after a run, from what that run, deno task bench:profile (in-process, µs per
 // call) and pgbench (server time per statement) measured; a target the latest run missed without
-// one is reported as such. These describe the run of b73b82a.
+// one is reported as such. These describe the run of 2375ea5.
 const GUARD =
   "the local server's connection guard (issue 13 item 8: a loopback TCP hop in front of Deno.serve, measured at about +60 us of latency and +55 us of server CPU a request; the floors and the deployed shape have none)";
 
@@ -31,7 +31,7 @@ export const TARGETS: readonly Target[] = [
     loaded: 3,
     cause: {
       at1:
-        `The floor reads the creator's rows with nothing around the read. GET verifies the bearer token and makes one call of public.list_user_secrets, which checks the session, switches to the creator's role and claims and reads under row-level security, whose policy checks the session again (that second check is the database's own guarantee that no ended session reads a row): bench:profile 299 us against the bare read's 132 us; pgbench, server time, ~165-180 us against ~50 us. Then the handler, the edge wrapper and ${GUARD}. Deployed it meets the target since GET is one statement (migration 20261124060000; it was two, each waiting for its own Parse/Describe behind the pooler: 3.60x at 164c1e3).`,
+        `The floor reads the creator's rows with nothing around the read (0.27 ms at 1). GET verifies the bearer token and makes one call of public.list_user_secrets, which checks the session, switches to the creator's role and claims and reads under row-level security, whose policy checks the session again (that second check is the database's own guarantee that no ended session reads a row): bench:profile 162 us against the bare read's 104 us; pgbench, server time, ~100 us against ~60 us (~160 us before migration 20261124070000 kept the session check's plan). Then the handler, the edge wrapper and ${GUARD}. By arithmetic: 1.5x of the floor leaves ~135 us for everything beyond the bare read, and the edge wrapper, the routing and the guard take ~70-100 us of it before the check, the role switch and the handler. Deployed it meets the target.`,
     },
   },
   {
@@ -41,22 +41,21 @@ export const TARGETS: readonly Target[] = [
     loaded: 3,
     cause: {
       at1:
-        `public.put_user_secret does the session check, the per-creator limit's counter (issue 13 item 11), the upsert and the audit trigger's insert in one commit, against the floor's one upsert: bench:profile 847 us against 570 us. Then the handler (the value checked, AES-256-GCM on WebCrypto), the edge wrapper and ${GUARD}. Deployed, against its floor through the same pooler, it meets the target.`,
+        `public.put_user_secret does the session check, the per-creator limit's counter (issue 13 item 11), the upsert and the audit trigger's insert in one commit, against the floor's one upsert: bench:profile 370 us against 315 us; pgbench, server time with the commit, ~320-345 us against ~255-290 us. Then the handler (the value checked, AES-256-GCM on WebCrypto), the edge wrapper and ${GUARD}. Deployed, against its floor through the same pooler, it meets the target.`,
     },
   },
   // Met since b73b82a: a nonce's commit does not wait for the WAL flush (nonce.ts says why).
   { route: "nonce", label: "POST /api/auth/nonce", at1: 1.5, loaded: 3 },
   {
     // Against its audited floor: the ciphertexts read and one insert committed in one round trip.
+    // At 8 it has met its target since the run of 2375ea5 (3.99x at b73b82a).
     route: "reveal",
     label: "POST /api/secrets/reveal",
     at1: 1.5,
     loaded: 3,
     cause: {
       at1:
-        `public.reveal_user_secrets checks the session, counts two limits (per creator and per server token: two counter upserts), reads the seven ciphertexts and inserts seven audit events, each with its foreign-key check, all committed before anything is released (pgbench, server time: ~400 us against the floor's ~165 us for a read and one insert); then seven AES-256-GCM decryptions on WebCrypto (~270 us of CPU for the seven in bench:cpu-profile: node:crypto is several times faster, but WebCrypto is what keeps the keys non-extractable), and ${GUARD}. Deployed it meets the target.`,
-      loaded:
-        "CPU: the server spends about 1.6 ms per reveal against the floor's 0.36 ms (the work above, and the local server's copies of each request), on two cores shared with Postgres and the load generator. Deployed it meets the target.",
+        `public.reveal_user_secrets checks the session, counts two limits (per creator and per server token: two counter upserts), reads the seven ciphertexts and inserts seven audit events, each with its foreign-key check, all committed before anything is released (pgbench, server time with the commit: ~365 us against the floor's ~205 us for a read and one insert); then seven AES-256-GCM decryptions on WebCrypto (~135 us of CPU for the seven in bench:cpu-profile; WebCrypto is what keeps the keys non-extractable), and ${GUARD}. Deployed it meets the target.`,
     },
   },
 ];
