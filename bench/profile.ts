@@ -4,7 +4,7 @@
  * median of many), from the bare query up to the full request over HTTP:
  *
  *   bare query (the floor's)  →  + transaction wrapper (BEGIN … COMMIT in one write)
- *   →  + role, claims and live-session check (queryAsLiveSession)  →  the function's handler
+ *   →  the service's call (check, role and claims, read under RLS)  →  the function's handler
  *   (token, parsing, crypto, JSON, router, CORS)  →  + the /api proxy hop (in-process)  →  + the
  *   edge wrapper (atEdge)  →  over HTTP (Deno.serve and a fetch client in this same process).
  *

@@ -177,7 +177,7 @@ Deno.test("the profile section names its run and lists each route's layers with 
     results: {
       "GET /api/secrets": [
         { name: "bare query (the floor's read)", us: 232.4 },
-        { name: "+ role, claims and live-session check (queryAsLiveSession)", us: 420.6 },
+        { name: "+ role, claims and live-session check (list_user_secrets)", us: 420.6 },
       ],
     },
   });
@@ -185,5 +185,5 @@ Deno.test("the profile section names its run and lists each route's layers with 
   assert.match(text, /median of 1500 calls in 5 interleaved rounds/);
   assert.match(text, /### GET \/api\/secrets/);
   assert.match(text, /\| bare query \(the floor's read\) \| 232 \|/);
-  assert.match(text, /\| \+ role, claims and live-session check \(queryAsLiveSession\) \| 421 \|/);
+  assert.match(text, /\| \+ role, claims and live-session check \(list_user_secrets\) \| 421 \|/);
 });

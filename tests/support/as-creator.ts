@@ -2,7 +2,7 @@
  * Runs test statements as a creator: in one transaction with `role authenticated` and the
  * creator's JWT claims set locally, so row-level security, not only the queries' own filters,
  * decides which rows are reachable. Both settings end with the transaction. Production does the
- * same in one statement with the session's liveness (queryAsLiveSession in session-tokens.ts).
+ * same, with the session's liveness, in one call of public.list_user_secrets (vault-store.ts).
  */
 import type { CreatorClaims, Database, Queryable } from "../../functions/_shared/db/db.ts";
 
