@@ -4,10 +4,9 @@
  */
 import { checkSiweMessage, verifySignature } from "../functions/_shared/auth/siwe.ts";
 import { hashRefreshToken, newRefreshToken } from "../functions/_shared/auth/refresh-tokens.ts";
-import { WITHOUT_WAITING_FOR_FLUSH } from "../functions/wallet-proof/nonce.ts";
+import { ISSUE_NONCE, WITHOUT_WAITING_FOR_FLUSH } from "../functions/wallet-proof/nonce.ts";
 import { CALLS, type Profiled, readAll, ROUNDS, type Step } from "./profile-setup.ts";
 
-const ISSUE_NONCE = "select * from public.issue_nonce($1, $2, $3, $4, $5, $6, $7)";
 const issueNonceParams = (bucket: string) => [
   crypto.randomUUID().replaceAll("-", ""),
   600,

@@ -28,6 +28,10 @@ const nonceRequest = z.strictObject({
  */
 export const WITHOUT_WAITING_FOR_FLUSH = "set local synchronous_commit = off";
 
+/** The nonce's one call: the client's rate-limit hit, then (within the limit) the nonce. */
+export const ISSUE_NONCE = `select outcome, issued_at, expires_at, retry_after
+                              from public.issue_nonce($1, $2, $3, $4, $5, $6, $7)`;
+
 type IssuedNonce = {
   outcome: "issued" | "rate_limited";
   issued_at: Date;
@@ -72,8 +76,7 @@ export function nonceRoute({ db, config, signInOrigins }: NonceDeps): Handler {
     const [setting, issued] = await db.batch([
       { text: WITHOUT_WAITING_FOR_FLUSH },
       {
-        text: `select outcome, issued_at, expires_at, retry_after
-                 from public.issue_nonce($1, $2, $3, $4, $5, $6, $7)`,
+        text: ISSUE_NONCE,
         params: [
           nonce,
           config.nonceTtlSeconds,
