@@ -55,22 +55,26 @@ export function createLocalApp(context: ServiceContext): LocalApp {
  * all the socket address (one with the defaults), so the configured hop count finds that address.
  * `x-forwarded-for` is overwritten the same way whichever header is configured. The request is
  * rebuilt from its parts rather than with `new Request(request, …)`, which would tie the copy to
- * `request.signal` (Deno warns about its legacy abort semantics).
+ * `request.signal` (Deno warns about its legacy abort semantics), and its headers are copied once,
+ * as name-value pairs: a Headers copy first cost ~20 µs more per request over HTTP.
  */
 export function atEdge(
   handler: Handler,
   clientIp: ClientIpSource,
 ): Deno.ServeHandler<Deno.NetAddr> {
   return (request, info) => {
-    const headers = new Headers(request.headers);
     const address = info.remoteAddr.hostname;
-    headers.set(FORWARDED_FOR, address);
-    headers.set(
-      clientIp.header,
-      clientIp.header === FORWARDED_FOR
-        ? Array(clientIp.trustedHops).fill(address).join(", ")
-        : address,
-    );
+    // Header names come lower-cased from Headers (as does clientIp.header); a name sent twice
+    // comes once, its values joined, so dropping it by name drops every copy.
+    const headers: [string, string][] = [];
+    for (const pair of request.headers) {
+      if (pair[0] !== FORWARDED_FOR && pair[0] !== clientIp.header) headers.push(pair);
+    }
+    if (clientIp.header === FORWARDED_FOR) {
+      headers.push([FORWARDED_FOR, Array(clientIp.trustedHops).fill(address).join(", ")]);
+    } else {
+      headers.push([FORWARDED_FOR, address], [clientIp.header, address]);
+    }
     // Methods are case-sensitive on the wire, but Request upper-cases the standard ones ("get").
     const method = request.method.toUpperCase();
     // A GET or HEAD may arrive with a body on the wire; a Request cannot carry one, and no route reads it.
