@@ -20,23 +20,23 @@ const config = parseConfig(Deno.env.toObject());
 const db = await openDatabase(config.database);
 const storage = `${db.engine}:public.user_secrets`;
 
-async function ciphertexts(user: string | null): Promise<Response> {
-  const rows = await db.query<{ secret_type: string; ciphertext: Uint8Array; key_id: string }>(
-    "select secret_type, ciphertext, iv, key_id from public.user_secrets where user_id = $1",
-    [user],
-  );
-  return Response.json({
+/** What reveal reads: the creator's ciphertexts, answered by their sizes (nothing is decrypted). */
+const CIPHERTEXTS =
+  "select secret_type, ciphertext, iv, key_id from public.user_secrets where user_id = $1";
+type CiphertextRow = { secret_type: string; ciphertext: Uint8Array; key_id: string };
+
+const ciphertextsAnswer = (rows: readonly CiphertextRow[]) =>
+  Response.json({
     secrets: rows.map((row) => ({ secretType: row.secret_type, bytes: row.ciphertext.length })),
   });
+
+async function ciphertexts(user: string | null): Promise<Response> {
+  return ciphertextsAnswer(await db.query<CiphertextRow>(CIPHERTEXTS, [user]));
 }
 
 async function auditedCiphertexts(user: string | null): Promise<Response> {
   const [read, audit] = await db.batch([
-    {
-      text:
-        "select secret_type, ciphertext, iv, key_id from public.user_secrets where user_id = $1",
-      params: [user],
-    },
+    { text: CIPHERTEXTS, params: [user] },
     {
       text: `insert into public.secret_events (user_id, secret_type, action)
                values ($1, 'provider_a_api_key', 'reveal')`,
@@ -45,10 +45,7 @@ async function auditedCiphertexts(user: string | null): Promise<Response> {
   ]);
   if (read.status === "rejected") throw read.reason;
   if (audit.status === "rejected") throw audit.reason;
-  const rows = read.value as { secret_type: string; ciphertext: Uint8Array }[];
-  return Response.json({
-    secrets: rows.map((row) => ({ secretType: row.secret_type, bytes: row.ciphertext.length })),
-  });
+  return ciphertextsAnswer(read.value as CiphertextRow[]);
 }
 
 const server = Deno.serve(
