@@ -56,6 +56,13 @@ export const FLOOR_ROW_FROM: Record<Floor, string> = {
   write: "put",
 };
 
+/** What makes a floor's answer count: a read returned all seven rows; a write answered 2xx. */
+export function floorOk(floor: Floor): ((response: Response, body: string) => boolean) | undefined {
+  return floor === "write"
+    ? undefined
+    : (response, body) => response.status === 200 && JSON.parse(body).secrets.length === 7;
+}
+
 export interface Measured {
   result: Awaited<ReturnType<typeof runLoad>>;
   cpuUsPerRequest: number | null;
@@ -79,9 +86,7 @@ export async function measureFloor(
       cpuBefore = await serverCpuMs(bare);
     },
     request: (w, i) => FLOORS[floor].request(bare.url, sessions[w % sessions.length].userId, i),
-    ok: floor === "write"
-      ? undefined
-      : (response, body) => response.status === 200 && JSON.parse(body).secrets.length === 7,
+    ok: floorOk(floor),
   });
   const cpuAfter = await serverCpuMs(bare);
   log(

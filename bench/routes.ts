@@ -63,7 +63,7 @@ export const ROUTE_LABELS: Record<string, string> = {
  * What makes an answer count: the route did what its label says (GET listed the seven secrets,
  * reveal returned seven values, sign-in issued a session), not merely answered 2xx.
  */
-const ROUTE_OK: Record<string, (response: Response, body: string) => boolean> = {
+export const ROUTE_OK: Record<string, (response: Response, body: string) => boolean> = {
   nonce: (response, body) => response.status === 200 && typeof JSON.parse(body).nonce === "string",
   "wallet-proof": (response, body) =>
     response.status === 200 && typeof JSON.parse(body).access_token === "string",
@@ -76,24 +76,22 @@ const ROUTE_OK: Record<string, (response: Response, body: string) => boolean> = 
         .length === 7,
 };
 
-export async function routes(
-  engine: BenchEngine,
+/**
+ * The i-th request worker w sends on each route (null: nothing left to send). Every worker has its
+ * own creator; wallet-proof takes the next unused proof.
+ */
+export function routeRequests(
   server: ServerProcess,
   sessions: Session[],
-  concurrency: number,
-  durationMs: number,
   proofs: { message: string; signature: string }[],
-  measures: readonly string[] = ["nonce", "wallet-proof", "list", "put", "reveal"],
-) {
-  const results: Record<string, Awaited<ReturnType<typeof runLoad>>> = {};
-  const cpu: Record<string, number | null> = {};
+): Record<string, (w: number, i: number) => Request | null> {
   const url = server.url;
   const revealToken = server.env.SERVER_REVEAL_TOKEN;
   const auth = (w: number) => ({
     authorization: `Bearer ${sessions[w % sessions.length].accessToken}`,
   });
   let nextProof = 0;
-  const scenarios: Record<string, (w: number, i: number) => Request | null> = {
+  return {
     nonce: () =>
       new Request(`${url}/api/auth/nonce`, { method: "POST", headers: jsonHeaders, body: "{}" }),
     "wallet-proof": () => {
@@ -121,6 +119,20 @@ export async function routes(
         body: "{}",
       }),
   };
+}
+
+export async function routes(
+  engine: BenchEngine,
+  server: ServerProcess,
+  sessions: Session[],
+  concurrency: number,
+  durationMs: number,
+  proofs: { message: string; signature: string }[],
+  measures: readonly string[] = ["nonce", "wallet-proof", "list", "put", "reveal"],
+) {
+  const results: Record<string, Awaited<ReturnType<typeof runLoad>>> = {};
+  const cpu: Record<string, number | null> = {};
+  const scenarios = routeRequests(server, sessions, proofs);
   for (const measure of measures) {
     let cpuBefore: number | null = null;
     results[measure] = await runLoad({

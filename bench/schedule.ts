@@ -1,0 +1,145 @@
+/**
+ * `deno task bench:schedule`: how much a ratio at concurrency 1 depends on the order in which the
+ * route and its floor are measured. The bench measures each route for BENCH_SINGLE_MS, then its
+ * floor for as long: blocks of about a thousand requests each. Here each route and its floor take
+ * turns in blocks of B requests, for B from 1 (every route request is followed by a floor request)
+ * up to the bench's own block length, with the same servers, creators, requests and success checks
+ * as `deno task bench`, one request at a time from this process. Same code, same minute: what
+ * moves between the rows is the schedule alone.
+ *
+ *   deno task bench:schedule [engine]       (postgres, the default, or deployed)
+ *
+ * Knobs: SCHEDULE_REQUESTS per route and per floor for each block size (1000), SCHEDULE_BLOCKS
+ * ("1,10,100,1000"), SCHEDULE_REPEATS (2), SCHEDULE_MEASURES ("list,put,reveal").
+ * Writes bench/results/schedule.json and prints a table.
+ */
+import { type BenchEngine, ENGINES, postgresAdmin, startChecked } from "./engines.ts";
+import { FLOOR_OF, floorOk, FLOORS } from "./floors.ts";
+import { commit, machine } from "./machine.ts";
+import { assertStorage, serverEnv } from "./processes.ts";
+import { ROUTE_LABELS, ROUTE_OK, routeRequests, workerSessions } from "./routes.ts";
+import { log } from "./settings.ts";
+import { percentile } from "./support.ts";
+
+const REQUESTS = Number(Deno.env.get("SCHEDULE_REQUESTS") ?? 1000);
+const BLOCKS = (Deno.env.get("SCHEDULE_BLOCKS") ?? "1,10,100,1000").split(",").map(Number);
+const REPEATS = Number(Deno.env.get("SCHEDULE_REPEATS") ?? 2);
+const MEASURES = (Deno.env.get("SCHEDULE_MEASURES") ?? "list,put,reveal").split(",");
+const WARMUP_REQUESTS = 200;
+
+interface ScheduleRow {
+  measure: string;
+  block: number;
+  repeat: number;
+  routeP50Ms: number;
+  floorP50Ms: number;
+  ratio: number;
+}
+
+const engineName = Deno.args[0] ?? "postgres";
+const engine: BenchEngine | undefined = ENGINES.find((e) => e.name === engineName);
+if (engine === undefined || engine.exclusive) {
+  console.error(
+    `bench:schedule runs a route and its floor at once: postgres or deployed, not ${engineName}.`,
+  );
+  Deno.exit(2);
+}
+const unavailable = await engine.available();
+if (unavailable !== null) {
+  console.error(`bench:schedule: ${engine.name} is not available (${unavailable}).`);
+  Deno.exit(1);
+}
+
+/** One request, answered and checked as the bench checks it; its latency in ms, body read. */
+async function timed(
+  request: Request | null,
+  ok: (response: Response, body: string) => boolean,
+): Promise<number> {
+  if (request === null) throw new Error("ran out of requests");
+  const started = performance.now();
+  const response = await fetch(request);
+  const body = await response.text();
+  const elapsed = performance.now() - started;
+  if (!ok(response, body)) throw new Error(`${request.url}: ${response.status} ${body}`);
+  return elapsed;
+}
+
+const median = (samples: number[]) => percentile([...samples].sort((a, b) => a - b), 50);
+const answered2xx = (response: Response) => response.status >= 200 && response.status < 300;
+
+const db = await engine.createDatabase();
+const keys = serverEnv();
+const server = await startChecked(engine, db, keys);
+const floor = await engine.startFloor(db, keys);
+const rows: ScheduleRow[] = [];
+try {
+  await assertStorage(`the ${engine.name} floor`, floor.url, engine.storage, "/ready");
+  const [session] = await workerSessions(server, 1);
+  // The write floor puts random bytes where ciphertexts were: its creator is not reveal's.
+  const [floorSession] = await workerSessions(server, 1);
+  const routeRequest = routeRequests(server, [session], []);
+  for (const measure of MEASURES) {
+    const floorKey = FLOOR_OF[measure];
+    const floorRequest = (i: number) => FLOORS[floorKey].request(floor.url, floorSession.userId, i);
+    const routeCheck = ROUTE_OK[measure];
+    const floorCheck = floorOk(floorKey) ?? answered2xx;
+    let sent = 0;
+    const route = () => timed(routeRequest[measure](0, sent++), routeCheck);
+    const bare = () => timed(floorRequest(sent++), floorCheck);
+    for (let i = 0; i < WARMUP_REQUESTS; i++) {
+      await route();
+      await bare();
+    }
+    for (const block of BLOCKS) {
+      for (let repeat = 1; repeat <= REPEATS; repeat++) {
+        const routeMs: number[] = [];
+        const floorMs: number[] = [];
+        while (routeMs.length < REQUESTS) {
+          const size = Math.min(block, REQUESTS - routeMs.length);
+          for (let i = 0; i < size; i++) routeMs.push(await route());
+          for (let i = 0; i < size; i++) floorMs.push(await bare());
+        }
+        const row = {
+          measure,
+          block,
+          repeat,
+          routeP50Ms: median(routeMs),
+          floorP50Ms: median(floorMs),
+          ratio: median(routeMs) / median(floorMs),
+        };
+        rows.push(row);
+        log(
+          `${engine.name} ${measure}, blocks of ${block} (${repeat}/${REPEATS}): ` +
+            `${row.routeP50Ms.toFixed(3)} / ${row.floorP50Ms.toFixed(3)} ms = ${
+              row.ratio.toFixed(2)
+            }x`,
+        );
+      }
+    }
+  }
+} finally {
+  await floor.stop();
+  await server.stop();
+  await db.drop();
+}
+
+console.log(`\n| route | floor | block | route p50 ms | floor p50 ms | ratio |`);
+console.log(`| --- | --- | ---: | ---: | ---: | ---: |`);
+for (const row of rows) {
+  console.log(
+    `| ${ROUTE_LABELS[row.measure]} | ${FLOORS[FLOOR_OF[row.measure]].label} | ${row.block} | ${
+      row.routeP50Ms.toFixed(3)
+    } | ${row.floorP50Ms.toFixed(3)} | ${row.ratio.toFixed(2)}× |`,
+  );
+}
+const out = new URL("results/schedule.json", import.meta.url);
+const meta = {
+  date: new Date().toISOString(),
+  commit: await commit(),
+  machine: await machine(postgresAdmin()),
+  engine: engine.name,
+  requests: REQUESTS,
+  repeats: REPEATS,
+};
+await Deno.writeTextFile(out, JSON.stringify({ meta, rows }, null, 2) + "\n");
+log(`wrote bench/results/schedule.json`);
