@@ -11,7 +11,7 @@
  *
  * Knobs: SCHEDULE_REQUESTS per route and per floor for each block size (1000), SCHEDULE_BLOCKS
  * ("1,10,100,1000"), SCHEDULE_REPEATS (2), SCHEDULE_MEASURES ("list,put,reveal").
- * Writes bench/results/schedule.json and prints a table.
+ * Writes bench/results/schedule-<engine>.json and prints a table.
  */
 import { type BenchEngine, ENGINES, postgresAdmin, startChecked } from "./engines.ts";
 import { FLOOR_OF, floorOk, FLOORS } from "./floors.ts";
@@ -132,7 +132,7 @@ for (const row of rows) {
     } | ${row.floorP50Ms.toFixed(3)} | ${row.ratio.toFixed(2)}× |`,
   );
 }
-const out = new URL("results/schedule.json", import.meta.url);
+const out = new URL(`results/schedule-${engine.name}.json`, import.meta.url);
 const meta = {
   date: new Date().toISOString(),
   commit: await commit(),
@@ -142,4 +142,4 @@ const meta = {
   repeats: REPEATS,
 };
 await Deno.writeTextFile(out, JSON.stringify({ meta, rows }, null, 2) + "\n");
-log(`wrote bench/results/schedule.json`);
+log(`wrote bench/results/schedule-${engine.name}.json`);
