@@ -10,7 +10,7 @@
  *   deno task bench:schedule [engine]       (postgres, the default, or deployed)
  *
  * Knobs: SCHEDULE_REQUESTS per route and per floor for each block size (1000), SCHEDULE_BLOCKS
- * ("1,10,100,1000"), SCHEDULE_REPEATS (2), SCHEDULE_MEASURES ("list,put,reveal").
+ * ("1,10,100,1000"), SCHEDULE_REPEATS (2), SCHEDULE_MEASURES ("list,put,reveal"; nonce too).
  * Writes bench/results/schedule-<engine>.json and prints a table.
  */
 import { type BenchEngine, ENGINES, postgresAdmin, startChecked } from "./engines.ts";
@@ -34,6 +34,14 @@ interface ScheduleRow {
   routeP50Ms: number;
   floorP50Ms: number;
   ratio: number;
+}
+
+/** wallet-proof is left out: each of its requests spends a proof prepared in advance. */
+const SCHEDULABLE = ["nonce", "list", "put", "reveal"];
+const unknown = MEASURES.filter((measure) => !SCHEDULABLE.includes(measure));
+if (unknown.length > 0) {
+  console.error(`SCHEDULE_MEASURES: ${unknown.join(", ")}; choose from ${SCHEDULABLE.join(", ")}.`);
+  Deno.exit(2);
 }
 
 const engineName = Deno.args[0] ?? "postgres";
