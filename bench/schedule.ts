@@ -10,8 +10,8 @@
  *   deno task bench:schedule [engine]       (postgres, the default, or deployed)
  *
  * Knobs: SCHEDULE_REQUESTS per route and per floor for each block size (1000), SCHEDULE_BLOCKS
- * ("1,10,100,1000"), SCHEDULE_REPEATS (2), SCHEDULE_MEASURES ("list,put,reveal"; nonce too).
- * Writes bench/results/schedule-<engine>.json and prints a table.
+ * ("1,10,100,1000"), SCHEDULE_REPEATS (2), SCHEDULE_MEASURES ("list,put,reveal"; nonce too),
+ * SCHEDULE_OUT (bench/results/schedule-<engine>.json). Writes that file and prints a table.
  */
 import { type BenchEngine, ENGINES, postgresAdmin, startChecked } from "./engines.ts";
 import { FLOOR_OF, floorOk, FLOORS } from "./floors.ts";
@@ -36,6 +36,13 @@ interface ScheduleRow {
   ratio: number;
 }
 
+const counts = [REQUESTS, REPEATS, ...BLOCKS];
+if (!counts.every((n) => Number.isSafeInteger(n) && n >= 1)) {
+  console.error(
+    "SCHEDULE_REQUESTS, SCHEDULE_REPEATS and each of SCHEDULE_BLOCKS must be positive integers.",
+  );
+  Deno.exit(2);
+}
 /** wallet-proof is left out: each of its requests spends a proof prepared in advance. */
 const SCHEDULABLE = ["nonce", "list", "put", "reveal"];
 const unknown = MEASURES.filter((measure) => !SCHEDULABLE.includes(measure));
@@ -140,7 +147,8 @@ for (const row of rows) {
     } | ${row.floorP50Ms.toFixed(3)} | ${row.ratio.toFixed(2)}× |`,
   );
 }
-const out = new URL(`results/schedule-${engine.name}.json`, import.meta.url);
+const out = Deno.env.get("SCHEDULE_OUT") ??
+  new URL(`results/schedule-${engine.name}.json`, import.meta.url).pathname;
 const meta = {
   date: new Date().toISOString(),
   commit: await commit(),
@@ -150,4 +158,4 @@ const meta = {
   repeats: REPEATS,
 };
 await Deno.writeTextFile(out, JSON.stringify({ meta, rows }, null, 2) + "\n");
-log(`wrote bench/results/schedule-${engine.name}.json`);
+log(`wrote ${out}`);

@@ -3,7 +3,7 @@
  * in the bench's own environment must not turn the PGlite server into a Postgres one), a server on
  * the wrong engine is caught before it is measured, and the published tables (bench/README.md, the
  * only place they appear) are generated from a results file, with medians, spreads and missed
- * targets as the file says.
+ * targets as the file says. bench:schedule is run small, on the real Postgres, to keep it working.
  */
 import assert from "node:assert/strict";
 import { render } from "../bench/render.ts";
@@ -186,4 +186,51 @@ Deno.test("the profile section names its run and lists each route's layers with 
   assert.match(text, /### GET \/api\/secrets/);
   assert.match(text, /\| bare query \(the floor's read\) \| 232 \|/);
   assert.match(text, /\| \+ role, claims and live-session check \(list_user_secrets\) \| 421 \|/);
+});
+
+Deno.test({
+  name:
+    "bench:schedule measures each route against its floor in every block size asked for, on the real Postgres",
+  ignore: !Deno.env.get("DATABASE_URL"),
+  async fn() {
+    const out = await Deno.makeTempFile({ suffix: ".json" });
+    try {
+      const run = await new Deno.Command(Deno.execPath(), {
+        // The permissions `deno task bench:schedule` gives it.
+        args: [
+          "run",
+          "--allow-net",
+          "--allow-env",
+          "--allow-read",
+          "--allow-write",
+          "--allow-run",
+          "--allow-sys",
+          new URL("../bench/schedule.ts", import.meta.url).pathname,
+          "postgres",
+        ],
+        env: {
+          SCHEDULE_REQUESTS: "6",
+          SCHEDULE_BLOCKS: "1,3",
+          SCHEDULE_REPEATS: "1",
+          SCHEDULE_MEASURES: "list,reveal",
+          SCHEDULE_OUT: out,
+        },
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      assert.equal(run.code, 0, new TextDecoder().decode(run.stderr).slice(-2000));
+      const { meta, rows } = JSON.parse(await Deno.readTextFile(out));
+      assert.equal(meta.engine, "postgres");
+      assert.deepEqual(
+        rows.map((row: { measure: string; block: number }) => `${row.measure}/${row.block}`),
+        ["list/1", "list/3", "reveal/1", "reveal/3"],
+      );
+      for (const row of rows) {
+        assert.ok(row.routeP50Ms > 0 && row.floorP50Ms > 0, JSON.stringify(row));
+        assert.equal(row.ratio, row.routeP50Ms / row.floorP50Ms);
+      }
+    } finally {
+      await Deno.remove(out);
+    }
+  },
 });
