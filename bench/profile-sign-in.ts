@@ -4,18 +4,20 @@
  */
 import { checkSiweMessage, verifySignature } from "../functions/_shared/auth/siwe.ts";
 import { hashRefreshToken, newRefreshToken } from "../functions/_shared/auth/refresh-tokens.ts";
-import { ISSUE_NONCE, WITHOUT_WAITING_FOR_FLUSH } from "../functions/wallet-proof/nonce.ts";
+import { issueNonceBatch } from "../functions/wallet-proof/nonce.ts";
 import { CALLS, type Profiled, readAll, ROUNDS, type Step } from "./profile-setup.ts";
 
-const issueNonceParams = (bucket: string) => [
-  crypto.randomUUID().replaceAll("-", ""),
-  600,
-  null,
-  null,
-  bucket,
-  1_000_000,
-  60,
-];
+/** The route's own batch for a fresh nonce, unbound, on `bucket` with a limit never reached. */
+const nonceBatch = (bucket: string) =>
+  issueNonceBatch({
+    nonce: crypto.randomUUID().replaceAll("-", ""),
+    ttlSeconds: 600,
+    address: null,
+    chainId: null,
+    bucket,
+    maxHits: 1_000_000,
+    windowSeconds: 60,
+  });
 
 export function nonceSteps(p: Profiled): Step[] {
   const { db, edge, remote, appUrl, jsonHeaders } = p;
@@ -57,15 +59,14 @@ export function nonceSteps(p: Profiled): Step[] {
     },
     {
       name: "public.issue_nonce alone (limit and insert: one round trip, one commit)",
-      run: () => db.query(ISSUE_NONCE, issueNonceParams("nonce:ip:profile3")),
+      run: () => {
+        const [, call] = nonceBatch("nonce:ip:profile3");
+        return db.query(call.text, call.params);
+      },
     },
     {
       name: "the service's call: public.issue_nonce, its commit not waiting for the WAL flush",
-      run: () =>
-        db.batch([
-          { text: WITHOUT_WAITING_FOR_FLUSH },
-          { text: ISSUE_NONCE, params: issueNonceParams("nonce:ip:profile5") },
-        ]),
+      run: () => db.batch(nonceBatch("nonce:ip:profile5")),
     },
     {
       name: "what-if: the rate-limit upsert on an unlogged table (commit without WAL flush)",

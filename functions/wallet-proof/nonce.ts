@@ -1,7 +1,7 @@
 /** POST /wallet-proof/nonce: a server nonce, bound to the address and chain asked for. */
 import { z } from "zod";
 import type { AppConfig } from "../_shared/config/config.ts";
-import type { Database } from "../_shared/db/db.ts";
+import type { Database, Statement } from "../_shared/db/db.ts";
 import { checksumAddress } from "../_shared/auth/eth.ts";
 import { clientIp, RATE_LIMIT_WINDOW_SECONDS, rateLimited } from "../_shared/auth/rate-limit.ts";
 import { buildSiweMessage, generateNonce, toStatement } from "../_shared/auth/siwe.ts";
@@ -29,8 +29,39 @@ const nonceRequest = z.strictObject({
 export const WITHOUT_WAITING_FOR_FLUSH = "set local synchronous_commit = off";
 
 /** The nonce's one call: the client's rate-limit hit, then (within the limit) the nonce. */
-export const ISSUE_NONCE = `select outcome, issued_at, expires_at, retry_after
+const ISSUE_NONCE = `select outcome, issued_at, expires_at, retry_after
                               from public.issue_nonce($1, $2, $3, $4, $5, $6, $7)`;
+
+/** What public.issue_nonce is given: the nonce, what it is bound to, and the client's limit. */
+export interface NonceIssue {
+  readonly nonce: string;
+  readonly ttlSeconds: number;
+  /** Lower-case 0x address, or null for any. */
+  readonly address: string | null;
+  readonly chainId: number | null;
+  readonly bucket: string;
+  readonly maxHits: number;
+  readonly windowSeconds: number;
+}
+
+/** The nonce's transaction: the flush setting, then the one call (bench:profile times the same). */
+export function issueNonceBatch(issue: NonceIssue): [Statement, Statement] {
+  return [
+    { text: WITHOUT_WAITING_FOR_FLUSH },
+    {
+      text: ISSUE_NONCE,
+      params: [
+        issue.nonce,
+        issue.ttlSeconds,
+        issue.address,
+        issue.chainId,
+        issue.bucket,
+        issue.maxHits,
+        issue.windowSeconds,
+      ],
+    },
+  ];
+}
 
 type IssuedNonce = {
   outcome: "issued" | "rate_limited";
@@ -73,21 +104,15 @@ export function nonceRoute({ db, config, signInOrigins }: NonceDeps): Handler {
     const nonce = generateNonce();
     // One call: the client's rate-limit hit, then (within the limit) the nonce, bound to the
     // address and chain asked for so that only a proof for them can spend it.
-    const [setting, issued] = await db.batch([
-      { text: WITHOUT_WAITING_FOR_FLUSH },
-      {
-        text: ISSUE_NONCE,
-        params: [
-          nonce,
-          config.nonceTtlSeconds,
-          body.address?.toLowerCase() ?? null,
-          body.chainId ?? null,
-          `nonce:ip:${clientIp(request, config.clientIp)}`,
-          config.rateLimits.noncePerIpPerMinute,
-          RATE_LIMIT_WINDOW_SECONDS,
-        ],
-      },
-    ]);
+    const [setting, issued] = await db.batch(issueNonceBatch({
+      nonce,
+      ttlSeconds: config.nonceTtlSeconds,
+      address: body.address?.toLowerCase() ?? null,
+      chainId: body.chainId ?? null,
+      bucket: `nonce:ip:${clientIp(request, config.clientIp)}`,
+      maxHits: config.rateLimits.noncePerIpPerMinute,
+      windowSeconds: RATE_LIMIT_WINDOW_SECONDS,
+    }));
     // Behind a failed setting the call failed too (the transaction was aborted): report the first.
     if (setting.status === "rejected") throw setting.reason;
     if (issued.status === "rejected") throw issued.reason;
