@@ -12,7 +12,11 @@ import { FORWARDED_FOR } from "../functions/_shared/config/env-schema.ts";
 import type { ServiceContext } from "../functions/_shared/context.ts";
 import { ServiceError } from "../functions/_shared/http/errors.ts";
 import { errorResponse } from "../functions/_shared/http/responses.ts";
-import type { FunctionHandler, Handler } from "../functions/_shared/http/router.ts";
+import {
+  type FunctionHandler,
+  type Handler,
+  invalidHost,
+} from "../functions/_shared/http/router.ts";
 import { serve } from "../functions/_shared/http/serve.ts";
 import { isStaticPath, serveStatic } from "./static.ts";
 
@@ -87,8 +91,13 @@ export function atEdge(
         body: bodyless ? null : request.body,
       });
     } catch {
-      // The Fetch API refuses some methods outright (CONNECT, TRACE, TRACK); no route takes them.
-      return errorResponse(new ServiceError("method_not_allowed", "Method not allowed."));
+      // A Host that makes no URL ("Host: a b"; Deno.serve does not check it) is the client's
+      // fault. Otherwise the Fetch API refused the method outright (TRACE, TRACK): no route takes it.
+      return errorResponse(
+        URL.canParse(request.url)
+          ? new ServiceError("method_not_allowed", "Method not allowed.")
+          : invalidHost(),
+      );
     }
     return handler(edgeRequest);
   };

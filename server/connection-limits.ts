@@ -22,6 +22,7 @@
  */
 import { ServiceError } from "../functions/_shared/http/errors.ts";
 import { errorResponse } from "../functions/_shared/http/responses.ts";
+import { invalidHost } from "../functions/_shared/http/router.ts";
 import { addrKey, Tunnel } from "./tunnel.ts";
 
 export interface ConnectionLimits {
@@ -174,6 +175,18 @@ export function serveWithLimits(
       },
       new ByteLengthQueuingStrategy({ highWaterMark: READ_AHEAD_BYTES }),
     );
+    let limited: Request;
+    try {
+      limited = new Request(request.url, {
+        method: request.method,
+        headers: request.headers,
+        body,
+      });
+    } catch {
+      // Its Host makes no URL (Deno.serve does not check it): refused without waiting for the body.
+      reader.cancel().catch(() => {});
+      return Promise.resolve(errorResponse(invalidHost()));
+    }
     const timeout = new Promise<Response>((resolve) => {
       timer = setTimeout(() => {
         timedOut = true;
@@ -188,11 +201,7 @@ export function serveWithLimits(
         ));
       }, limits.bodyTimeoutMs);
     });
-    const answered = (async () =>
-      await handler(
-        new Request(request.url, { method: request.method, headers: request.headers, body }),
-        info,
-      ))();
+    const answered = (async () => await handler(limited, info))();
     answered.then(arrived, arrived);
     return Promise.race([answered, timeout]).then((response) => {
       if (timedOut) {

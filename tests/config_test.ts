@@ -3,7 +3,7 @@
  * values are refused in every mode, and Supabase's own variables are understood.
  */
 import assert from "node:assert/strict";
-import { ConfigError, parseConfig } from "../functions/_shared/config/config.ts";
+import { ConfigError, FUNCTION_DEFAULTS, parseConfig } from "../functions/_shared/config/config.ts";
 import { DEV_ENCRYPTION_KEY_MARK, DEV_SECRET_PREFIX } from "../functions/_shared/config/keyring.ts";
 import { generateDevKeys, loadOrCreateDevKeys, withDevKeys } from "../server/dev-keys.ts";
 
@@ -131,6 +131,26 @@ Deno.test("production refuses a missing or empty ALLOWED_ORIGINS (CORS would ans
   assert.deepEqual(productionProblems({ ALLOWED_ORIGINS: " , " }), [
     "ALLOWED_ORIGINS names no origin (CORS would answer any origin)",
   ]);
+});
+
+Deno.test("APP_ENV unset or blank: a function runs as production, the local server as development", () => {
+  const { APP_ENV: _, ...unnamed } = productionEnv();
+  for (const blank of [{}, { APP_ENV: "" }, { APP_ENV: "  " }]) {
+    assert.equal(parseConfig({ ...unnamed, ...blank }, FUNCTION_DEFAULTS).appEnv, "production");
+    assert.equal(parseConfig({ ...unnamed, ...blank }).appEnv, "development");
+    // Development keys and no origins: fine locally, refused by a function that was not told.
+    const devOnly = { ...generateDevKeys(), ...blank };
+    assert.equal(parseConfig(devOnly).appEnv, "development");
+    assert.throws(() => parseConfig(devOnly, FUNCTION_DEFAULTS), (error) => {
+      assert.ok(error instanceof ConfigError);
+      assert.match(error.problems[0], /APP_ENV=production requires DATABASE_URL/);
+      assert.ok(error.problems.some((problem) => /development key/.test(problem)));
+      return true;
+    });
+  }
+  // Named, it is what it says, for either caller.
+  const named = parseConfig({ APP_ENV: "development", ...generateDevKeys() }, FUNCTION_DEFAULTS);
+  assert.equal(named.appEnv, "development");
 });
 
 Deno.test("development and test modes still start with generated keys and no origins", () => {

@@ -243,6 +243,43 @@ Deno.test("the client's address survives the internal hop when it differs from t
   }
 });
 
+Deno.test("a Host that makes no URL is a 400 invalid_request, with or without a body; TRACE stays a 405", async () => {
+  let handled = 0;
+  await using server = serve(
+    {},
+    atEdge(() => {
+      handled++;
+      return Promise.resolve(new Response("ok"));
+    }, { header: FORWARDED_FOR, trustedHops: 1 }),
+  );
+  const ask = async (head: string, body = "") => {
+    const conn = await connect(server);
+    try {
+      await write(conn, `${head}\r\nConnection: close\r\n\r\n${body}`);
+      return await readAnswer(conn);
+    } finally {
+      conn.close();
+    }
+  };
+  for (const host of ["a b", "a<b", "[::1", "a%zz", "a:99999"]) {
+    for (
+      const [head, body] of [
+        [`GET /api/secrets HTTP/1.1\r\nHost: ${host}`, ""],
+        [`PUT /api/secrets HTTP/1.1\r\nHost: ${host}\r\nContent-Length: 2`, "{}"],
+        [`POST /api/auth/nonce HTTP/1.1\r\nHost: ${host}\r\nContent-Length: 0`, ""],
+      ]
+    ) {
+      const answer = await ask(head, body);
+      assert.equal(answer.status, 400, `${head}: ${answer.body}`);
+      assert.equal(JSON.parse(answer.body).error.code, "invalid_request");
+    }
+  }
+  const trace = await ask("TRACE /api/secrets HTTP/1.1\r\nHost: 127.0.0.1");
+  assert.equal(trace.status, 405);
+  assert.equal(JSON.parse(trace.body).error.code, "method_not_allowed");
+  assert.equal(handled, 0);
+});
+
 Deno.test("a request made straight to the internal port is refused with 421", async () => {
   let handled = 0;
   await using server = serve({}, () => {

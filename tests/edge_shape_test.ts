@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { createClient, FunctionsHttpError } from "@supabase/supabase-js";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { generateDevKeys } from "../server/dev-keys.ts";
 import { openTestDatabase } from "./support/database.ts";
 import { type EdgeShape, startEdgeShape, supabaseShapedKey } from "./support/edge.ts";
 import { findPgBouncer, startPgBouncer } from "./support/pgbouncer.ts";
@@ -263,6 +264,65 @@ Deno.test({
             listed.data.secrets.map((s: { secretType: string }) => s.secretType),
             ["provider_c_key"],
           );
+        },
+      );
+
+      await t.step(
+        "a Host that makes no URL is a 400 JSON error at the function itself",
+        async () => {
+          const conn = await Deno.connect({
+            hostname: "127.0.0.1",
+            port: edge.instances["user-secrets"][0],
+          });
+          try {
+            await conn.write(new TextEncoder().encode(
+              "PUT /user-secrets HTTP/1.1\r\nHost: a b\r\nContent-Type: application/json\r\n" +
+                "Content-Length: 2\r\nConnection: close\r\n\r\n{}",
+            ));
+            let received = "";
+            const buffer = new Uint8Array(4096);
+            for (let n = await conn.read(buffer); n !== null; n = await conn.read(buffer)) {
+              received += new TextDecoder().decode(buffer.subarray(0, n));
+            }
+            assert.match(received, /^HTTP\/1\.1 400 /);
+            assert.match(received, /"code":"invalid_request"/);
+          } finally {
+            conn.close();
+          }
+        },
+      );
+
+      await t.step(
+        "a function whose APP_ENV is left unset runs as production: development keys are refused",
+        async () => {
+          // A deployer who forgets APP_ENV and ALLOWED_ORIGINS, with keys copied from a laptop.
+          const { APP_ENV: _, ALLOWED_ORIGINS: __, ENCRYPTION_KEYS: ___, ...forgetful } = env;
+          const devKeys = generateDevKeys();
+          const ask = async (appEnv: Record<string, string>) => {
+            const shape = await startEdgeShape({
+              env: { ...forgetful, ...devKeys, ...appEnv },
+              functions: ["user-secrets"],
+              instancesPerFunction: 1,
+            });
+            try {
+              const answer = await client(shape)("/functions/v1/user-secrets");
+              return { ...answer, logs: shape.output() };
+            } finally {
+              await shape.stop();
+            }
+          };
+          const unset = await ask({});
+          assert.equal(unset.status, 500);
+          assert.equal((unset.body.error as { code: string }).code, "not_configured");
+          assert.match(unset.logs, /APP_ENV=production requires ALLOWED_ORIGINS/);
+          assert.match(unset.logs, /development/);
+          for (const secret of Object.values(devKeys)) {
+            assert.ok(!unset.logs.includes(secret), "a refused key reached the logs");
+          }
+          // The same settings with development asked for by name: the function starts and answers.
+          const named = await ask({ APP_ENV: "development" });
+          assert.equal(named.status, 200, JSON.stringify(named.body));
+          assert.equal(named.body.configured, true);
         },
       );
 

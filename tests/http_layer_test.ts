@@ -10,7 +10,7 @@ import {
   readJson,
 } from "../functions/_shared/http/bodies.ts";
 import { json } from "../functions/_shared/http/responses.ts";
-import { router } from "../functions/_shared/http/router.ts";
+import { router, subpath } from "../functions/_shared/http/router.ts";
 import { CORS_ALLOWED_HEADERS, serve } from "../functions/_shared/http/serve.ts";
 import { silentLogger } from "../functions/_shared/http/log.ts";
 import { describeWithDatabase } from "./support/suite.ts";
@@ -189,6 +189,15 @@ Deno.test("routes match below the function name with or without the /functions/v
     () => handle(new Request("http://x/demoX/thing")),
     (e: ServiceError) => e.code === "not_found",
   );
+});
+
+Deno.test("a URL that does not parse (Deno.serve builds it from the Host header) is a 400, not a 500", () => {
+  for (const url of ["http://a b/demo/thing", "http://a:99999/demo/thing", "http://[::1/demo"]) {
+    assert.throws(
+      () => subpath(url, "demo"),
+      (e: ServiceError) => e.code === "invalid_request" && e.status === 400,
+    );
+  }
 });
 
 Deno.test("a routed path handed beside the request wins over the URL; anything else is ignored", async () => {

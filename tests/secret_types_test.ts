@@ -112,7 +112,12 @@ Deno.test("the zod request schemas accept exactly the registry's types", () => {
     assert.deepEqual(parseDeleteRequest({ secretType }), { secretType });
     assert.deepEqual(parseRevealRequest({ secretTypes: [secretType] }), [secretType]);
   }
-  assert.deepEqual(parseRevealRequest(undefined), SECRET_TYPES);
+  // No body reads as {} (readOptionalJson): every type. JSON null is a body, and not an object.
+  assert.deepEqual(parseRevealRequest({}), SECRET_TYPES);
+  assert.throws(
+    () => parseRevealRequest(null),
+    (error) => error instanceof ServiceError && error.code === "invalid_request",
+  );
   for (const secretType of NEAR_MISSES) {
     for (
       const parse of [

@@ -412,6 +412,14 @@ describeWithDatabase("secret vault", {
       }
     }
     assert.deepEqual(await revealed(app, creator.accessToken, {}), { provider_e_key: value });
+    // No body asks for every type; JSON null is a body, and not an object: refused, unrecorded.
+    assert.deepEqual(await revealed(app, creator.accessToken), { provider_e_key: value });
+    const { text: nullRefused } = await expectError(
+      reveal(app, creator.accessToken, null),
+      400,
+      "invalid_request",
+    );
+    assert.ok(!nullRefused.includes(value));
     // The server token alone is not enough: the session is checked as well.
     await expectError(
       call(app.fetch, "POST", "/api/secrets/reveal", { serverToken: right, body: {} }),
@@ -429,7 +437,7 @@ describeWithDatabase("secret vault", {
     );
     // A failed reveal releases nothing and records nothing.
     const reveals = (await events(app, creator.userId)).filter((e) => e.action === "reveal");
-    assert.deepEqual(reveals.map((e) => e.secret_type), ["provider_e_key"]);
+    assert.deepEqual(reveals.map((e) => e.secret_type), ["provider_e_key", "provider_e_key"]);
   },
 
   async "reveal with the server token but another creator's session returns only that creator's values"(

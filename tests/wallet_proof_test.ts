@@ -241,6 +241,16 @@ describeWithDatabase("wallet sign-in", {
     ) {
       await expectError(post(app.fetch, "/api/auth/nonce", bad), 400, "invalid_request");
     }
+    // The message names the limit as the schema has it: 0 itself is refused.
+    const zero = await expectError(
+      post(app.fetch, "/api/auth/nonce", { chainId: 0 }),
+      400,
+      "invalid_request",
+    );
+    assert.equal(zero.body.error.message, "chainId: must be greater than 0.");
+    // No body is {}; JSON null is a body, and not an object.
+    await ok(post(app.fetch, "/api/auth/nonce"));
+    await expectError(post(app.fetch, "/api/auth/nonce", null), 400, "invalid_request");
   },
 
   async "the happy path: a session for the signed message, bound to the nonce"(app) {
@@ -596,11 +606,23 @@ describeWithDatabase("wallet sign-in", {
     const signedIn = await signIn(app);
     const otherDevice = await signIn(app, signedIn.account);
     await ok(secrets(app.fetch, signedIn.accessToken));
+    // JSON null is a body, and not one logout takes: refused, and nothing is revoked.
+    await expectError(
+      app.fetch("/api/auth/logout", {
+        method: "POST",
+        headers: bearer(signedIn.accessToken, { "content-type": "application/json" }),
+        body: "null",
+      }),
+      400,
+      "invalid_request",
+    );
+    await ok(secrets(app.fetch, signedIn.accessToken));
     const response = await app.fetch("/api/auth/logout", {
       method: "POST",
       headers: bearer(signedIn.accessToken),
     });
     assert.equal(response.status, 204);
+    assert.equal(response.headers.get("cache-control"), "no-store");
     assert.equal(await response.text(), "");
     await expectError(secrets(app.fetch, signedIn.accessToken), 401, "session_revoked");
     await expectError(

@@ -1,7 +1,7 @@
 /**
  * Entrypoint glue for a deployed function: configuration from the environment, a Postgres pool, the
  * handler. Misconfiguration fails closed: every request gets 500 not_configured and the log names
- * the missing settings (never their values).
+ * the missing settings (never their values). APP_ENV left unset means production here.
  */
 import { ConfigError, FUNCTION_DEFAULTS, parseConfig } from "./config/config.ts";
 import { processEnv } from "./config/env-schema.ts";

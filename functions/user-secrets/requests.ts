@@ -53,7 +53,7 @@ export function parseDeleteRequest(body: unknown): { readonly secretType: Secret
 export function parseRevealRequest(body: unknown): SecretType[] {
   const { secretTypes } = parse(
     revealBody,
-    body ?? {},
+    body,
     'Send { "secretTypes"?: [...] } as JSON, or no body for every type.',
   );
   if (secretTypes === undefined) return [...SECRET_TYPES];

@@ -6,7 +6,7 @@
 import type { AppConfig } from "../_shared/config/config.ts";
 import type { Database } from "../_shared/db/db.ts";
 import type { SessionTokens } from "../_shared/auth/session-tokens.ts";
-import { readJson, requireSessionToken } from "../_shared/http/bodies.ts";
+import { readOptionalJson, requireSessionToken } from "../_shared/http/bodies.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import type { Logger } from "../_shared/http/log.ts";
 import { json } from "../_shared/http/responses.ts";
@@ -69,7 +69,7 @@ export function revealRoute({ db, sessions, keyring, log, config }: RevealDeps):
     // The server token first: without it nothing about the session is even looked at.
     checkRevealToken(request);
     const session = await sessions.verifyToken(requireSessionToken(request, config.publicApiKeys));
-    const secretTypes = parseRevealRequest(await readJson(request));
+    const secretTypes = parseRevealRequest(await readOptionalJson(request));
     // The read and its 'reveal' events are one statement, committed before anything is
     // decrypted or released (as an audit log records a request before it is answered): no value
     // leaves without its event, and a failed audit, or a session that has ended, reads nothing.

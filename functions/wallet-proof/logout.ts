@@ -3,8 +3,9 @@ import { z } from "zod";
 import type { AppConfig } from "../_shared/config/config.ts";
 import type { Database } from "../_shared/db/db.ts";
 import type { SessionTokens } from "../_shared/auth/session-tokens.ts";
-import { readJson, requireSessionToken } from "../_shared/http/bodies.ts";
+import { readOptionalJson, requireSessionToken } from "../_shared/http/bodies.ts";
 import { parseRequest } from "../_shared/http/request-issues.ts";
+import { noContent } from "../_shared/http/responses.ts";
 import type { Handler } from "../_shared/http/router.ts";
 
 /** "local" (the default): this session; "global": every session of the creator. */
@@ -19,7 +20,7 @@ export interface LogoutDeps {
 export function logoutRoute({ db, sessions, config }: LogoutDeps): Handler {
   return async function logout(request) {
     const session = await sessions.verify(requireSessionToken(request, config.publicApiKeys));
-    const { scope = "local" } = parseRequest(logoutRequest, (await readJson(request)) ?? {});
+    const { scope = "local" } = parseRequest(logoutRequest, await readOptionalJson(request));
     // "global" (Supabase Auth's signOut scope): every live session of this creator, e.g. after
     // losing a device. Only a live session of the creator can ask, so one creator never ends
     // another's sessions.
@@ -31,6 +32,6 @@ export function logoutRoute({ db, sessions, config }: LogoutDeps): Handler {
             where id = $1 and revoked_at is null`,
       [scope === "global" ? session.userId : session.sessionId],
     );
-    return new Response(null, { status: 204 });
+    return noContent();
   };
 }

@@ -5,7 +5,7 @@ import type { Database, Statement } from "../_shared/db/db.ts";
 import { checksumAddress } from "../_shared/auth/eth.ts";
 import { clientIp, RATE_LIMIT_WINDOW_SECONDS, rateLimited } from "../_shared/auth/rate-limit.ts";
 import { buildSiweMessage, generateNonce, toStatement } from "../_shared/auth/siwe.ts";
-import { readJson } from "../_shared/http/bodies.ts";
+import { readOptionalJson } from "../_shared/http/bodies.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import { parseRequest } from "../_shared/http/request-issues.ts";
 import { json } from "../_shared/http/responses.ts";
@@ -89,7 +89,7 @@ export function nonceRoute({ db, config, signInOrigins }: NonceDeps): Handler {
 
   return async function issueNonce(request) {
     const origins = requireOrigins(signInOrigins);
-    const body = parseRequest(nonceRequest, (await readJson(request)) ?? {});
+    const body = parseRequest(nonceRequest, await readOptionalJson(request));
     const allowedChains = config.allowedChainIds;
     if (
       body.chainId !== undefined && allowedChains !== null && !allowedChains.includes(body.chainId)

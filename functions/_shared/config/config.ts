@@ -88,10 +88,15 @@ export interface ConfigDefaults {
    * with its own pool behind one shared pooler, so functions keep theirs small.
    */
   readonly maxConnections: number;
+  /**
+   * APP_ENV when it is unset. A deployed function runs in production unless told otherwise, so a
+   * project that forgets the variable gets production's checks (fail closed), not development's.
+   */
+  readonly appEnv: AppEnv;
 }
 
-export const LOCAL_SERVER_DEFAULTS: ConfigDefaults = { maxConnections: 10 };
-export const FUNCTION_DEFAULTS: ConfigDefaults = { maxConnections: 3 };
+export const LOCAL_SERVER_DEFAULTS: ConfigDefaults = { maxConnections: 10, appEnv: "development" };
+export const FUNCTION_DEFAULTS: ConfigDefaults = { maxConnections: 3, appEnv: "production" };
 
 export class ConfigError extends Error {
   constructor(readonly problems: readonly string[]) {
@@ -113,7 +118,11 @@ export const REQUIRED_IN_PRODUCTION = [
  * Validates the environment. Throws ConfigError naming every problem at once: malformed values
  * in any mode, and in production every missing required setting.
  */
-export function parseConfig(env: Env, defaults: ConfigDefaults = LOCAL_SERVER_DEFAULTS): AppConfig {
+export function parseConfig(
+  given: Env,
+  defaults: ConfigDefaults = LOCAL_SERVER_DEFAULTS,
+): AppConfig {
+  const env = given.APP_ENV?.trim() ? given : { ...given, APP_ENV: defaults.appEnv };
   const parsed = envSchema.safeParse(env);
   if (!parsed.success) {
     const malformed = parsed.error.issues.map((issue) =>

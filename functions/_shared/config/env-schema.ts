@@ -31,10 +31,8 @@ const secretString = (name: string) =>
     z.string().min(32, `${name} must be at least 32 characters`).optional(),
   );
 export const envSchema = z.object({
-  APP_ENV: z.preprocess(
-    blankToUndefined,
-    z.enum(["development", "test", "production"]).default("development"),
-  ),
+  // No default here: parseConfig supplies the caller's (development locally, production deployed).
+  APP_ENV: z.preprocess(blankToUndefined, z.enum(["development", "test", "production"])),
   PORT: z.preprocess(blankToUndefined, z.coerce.number().int().min(0).max(65535).default(54321)),
   PROJECT_NAME: optionalString,
   DATABASE_URL: optionalString,

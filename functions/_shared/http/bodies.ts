@@ -65,6 +65,15 @@ export async function readJson(request: Request, maxBytes = MAX_BODY_BYTES): Pro
   }
 }
 
+/**
+ * readJson for a route whose body may be left out: no body reads as `{}`. JSON `null` is a body,
+ * and the route refuses it like any other that is not an object.
+ */
+export async function readOptionalJson(request: Request): Promise<unknown> {
+  const body = await readJson(request);
+  return body === undefined ? {} : body;
+}
+
 function tooLarge(maxBytes: number) {
   return new ServiceError("payload_too_large", `The body must be at most ${maxBytes} bytes.`, {
     maxBytes,

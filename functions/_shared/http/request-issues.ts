@@ -51,8 +51,13 @@ export function describeIssue(issue: Issue): string {
         ? "the body must be a JSON object"
         : `${where}must be ${TYPE_NAMES[issue.expected] ?? "of another type"}`;
     case "too_big":
-      return `${where}must be at most ${issue.maximum}${unit(issue.origin)}`;
+      return issue.inclusive === false
+        ? `${where}must be less than ${issue.maximum}${unit(issue.origin)}`
+        : `${where}must be at most ${issue.maximum}${unit(issue.origin)}`;
     case "too_small":
+      if (issue.inclusive === false) {
+        return `${where}must be greater than ${issue.minimum}${unit(issue.origin)}`;
+      }
       return issue.origin === "string" && Number(issue.minimum) === 1
         ? `${where}must not be empty`
         : `${where}must be at least ${issue.minimum}${unit(issue.origin)}`;

@@ -7,10 +7,8 @@ import { isDatabaseUnavailable } from "../db/unavailable.ts";
 import { ServiceError } from "./errors.ts";
 import type { Logger } from "./log.ts";
 
-const JSON_HEADERS = {
-  "content-type": "application/json; charset=utf-8",
-  "cache-control": "no-store",
-};
+const NO_STORE = { "cache-control": "no-store" };
+const JSON_HEADERS = { "content-type": "application/json; charset=utf-8", ...NO_STORE };
 
 export function json(body: unknown, status = 200, headers?: HeadersInit): Response {
   const response = new Response(JSON.stringify(body), { status, headers: JSON_HEADERS });
@@ -19,6 +17,11 @@ export function json(body: unknown, status = 200, headers?: HeadersInit): Respon
     for (const [name, value] of new Headers(headers)) response.headers.set(name, value);
   }
   return response;
+}
+
+/** 204: nothing to say, and like every answer, not to be stored. */
+export function noContent(): Response {
+  return new Response(null, { status: 204, headers: NO_STORE });
 }
 
 export function errorResponse(error: ServiceError): Response {

@@ -21,7 +21,10 @@ export interface Route {
  * local server and direct calls may keep the `/functions/v1` prefix; both are accepted.
  */
 export function subpath(url: string, functionName: string): string | null {
-  const { pathname } = new URL(url);
+  // Deno.serve builds the URL from the Host header without checking it ("Host: a b").
+  const parsed = URL.parse(url);
+  if (parsed === null) throw invalidHost();
+  const { pathname } = parsed;
   const prefix = pathname.startsWith("/functions/v1/") ? "/functions/v1/" : "/";
   const rest = pathname.slice(prefix.length);
   if (rest !== functionName && !rest.startsWith(`${functionName}/`)) return null;
@@ -43,4 +46,9 @@ export function router(functionName: string, routes: readonly Route[]): Function
     }
     return route.handle(request);
   };
+}
+
+/** A request whose Host header makes no URL: the client's fault, answered 400. */
+export function invalidHost(): ServiceError {
+  return new ServiceError("invalid_request", "The Host header is not a valid host.");
 }
