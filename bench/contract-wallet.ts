@@ -13,10 +13,11 @@
  */
 import { hashMessage, type Hex } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
+import { integerKnob } from "./knobs.ts";
 import { serverEnv, startServer } from "./processes.ts";
 import { createDatabase, type Engine, findPostgres, newAccount, percentile } from "./support.ts";
 
-const SIGNINS = Number(Deno.env.get("BENCH_SIGNINS") ?? 200);
+const SIGNINS = integerKnob("BENCH_SIGNINS", 200);
 const ENGINES = (Deno.env.get("BENCH_ENGINES") ?? "postgres,pglite").split(",") as Engine[];
 const OUT = Deno.env.get("BENCH_OUT") ?? "bench/results/contract-wallet.json";
 const KEYS_ONLY = Deno.args.includes("--keys-only");

@@ -10,11 +10,14 @@
  * Routes: list put nonce wallet-proof reveal, and the floors floor-read floor-write
  * floor-ciphertexts (bench/bare-server.ts, profiled the same way); all of them by default.
  *
- * Knobs: PROFILE_REQUESTS per route (2000). Writes bench/results/cpu-<route>.cpuprofile (open in
- * Chrome DevTools) and prints the top entries.
+ * Knobs: PROFILE_REQUESTS per route (2000), PROFILE_DIR (bench/results). Writes
+ * <PROFILE_DIR>/cpu-<route>.cpuprofile (open in Chrome DevTools) and cpu-profile.json (each
+ * route's summary), and prints the top entries.
  */
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
+import { join } from "node:path";
 import { freePort } from "../tests/support/ports.ts";
+import { integerKnob } from "./knobs.ts";
 import { assertStorage, serverEnv, startProcess } from "./processes.ts";
 import {
   createDatabase,
@@ -25,8 +28,9 @@ import {
   signIn,
 } from "./support.ts";
 
-const REQUESTS = Number(Deno.env.get("PROFILE_REQUESTS") ?? 2000);
-const ROUTES = Deno.args.length > 0 ? Deno.args : [
+const REQUESTS = integerKnob("PROFILE_REQUESTS", 2000);
+const OUT_DIR = Deno.env.get("PROFILE_DIR") ?? new URL("results/", import.meta.url).pathname;
+const PROFILABLE = [
   "list",
   "floor-read",
   "put",
@@ -36,6 +40,14 @@ const ROUTES = Deno.args.length > 0 ? Deno.args : [
   "reveal",
   "floor-ciphertexts",
 ];
+const ROUTES = Deno.args.length > 0 ? Deno.args : PROFILABLE;
+const unknownRoutes = ROUTES.filter((route) => !PROFILABLE.includes(route));
+if (unknownRoutes.length > 0) {
+  console.error(
+    `No such route: ${unknownRoutes.join(", ")}; choose from ${PROFILABLE.join(", ")}.`,
+  );
+  Deno.exit(2);
+}
 
 interface ProfileNode {
   id: number;
@@ -229,10 +241,7 @@ try {
       if (response.status !== 200) throw new Error(`${route}: ${response.status} ${body}`);
     }
     const { profile } = await client.send<{ profile: Profile }>("Profiler.stop");
-    await Deno.writeTextFile(
-      new URL(`results/cpu-${route}.cpuprofile`, import.meta.url),
-      JSON.stringify(profile),
-    );
+    await Deno.writeTextFile(join(OUT_DIR, `cpu-${route}.cpuprofile`), JSON.stringify(profile));
     summaries[route] = summarize(profile, REQUESTS);
     const s = summaries[route];
     console.log(`\n${route}: ${s.busyUsPerRequest.toFixed(0)} µs of server CPU per request`);
@@ -253,6 +262,6 @@ try {
   await db.drop();
 }
 await Deno.writeTextFile(
-  new URL("results/cpu-profile.json", import.meta.url),
+  join(OUT_DIR, "cpu-profile.json"),
   JSON.stringify({ date: new Date().toISOString(), requests: REQUESTS, summaries }, null, 2) + "\n",
 );

@@ -9,11 +9,12 @@ import { openDatabase } from "../server/database.ts";
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 import { atEdge, createLocalApp } from "../server/app.ts";
 import { listAnswer, upsertAnswer } from "./floor-queries.ts";
+import { integerKnob } from "./knobs.ts";
 import { serverEnv } from "./processes.ts";
 import { createDatabase, newAccount } from "./support.ts";
 
-export const ROUNDS = Number(Deno.env.get("PROFILE_ROUNDS") ?? 5);
-export const CALLS = Number(Deno.env.get("PROFILE_CALLS") ?? 300);
+export const ROUNDS = integerKnob("PROFILE_ROUNDS", 5);
+export const CALLS = integerKnob("PROFILE_CALLS", 300);
 const silent = { info() {}, warn() {}, error() {} };
 
 /** One layer of a route, timed on its own. */

@@ -10,9 +10,9 @@
  *
  * The same HTTP path is timed for a bare handler doing only the floor's query, so "HTTP layer"
  * can be read off both. Needs a PostgreSQL (DATABASE_URL, or one on 127.0.0.1:5432); a fresh
- * database is created and dropped. Knobs: PROFILE_ROUNDS (5), PROFILE_CALLS per round (300).
- * Prints a table (µs, median per call) and writes bench/results/profile.json, which
- * `deno task bench:report` adds to bench/README.md.
+ * database is created and dropped. Knobs: PROFILE_ROUNDS (5), PROFILE_CALLS per round (300),
+ * PROFILE_OUT (bench/results/profile.json, which `deno task bench:report` adds to
+ * bench/README.md; point it elsewhere for a trial run). Prints a table (µs, median per call).
  */
 import { commit } from "./machine.ts";
 import { createWhatIfs } from "./profile-what-ifs.ts";
@@ -64,7 +64,7 @@ await profile("POST /api/auth/nonce", nonceSteps(profiled));
 await profile("POST /api/auth/wallet-proof", await walletProofSteps(profiled));
 
 await Deno.writeTextFile(
-  new URL("results/profile.json", import.meta.url),
+  Deno.env.get("PROFILE_OUT") ?? new URL("results/profile.json", import.meta.url),
   JSON.stringify(
     {
       date: new Date().toISOString(),

@@ -170,6 +170,15 @@ async function benchEngine(
 // ---------------------------------------------------------------------------------------------
 
 const wanted = (Deno.env.get("BENCH_ENGINES") ?? "postgres,pglite,deployed").split(",");
+const unknownEngines = wanted.filter((name) => !ENGINES.some((engine) => engine.name === name));
+if (unknownEngines.length > 0) {
+  console.error(
+    `BENCH_ENGINES: no engine ${unknownEngines.join(", ")}; choose from ${
+      ENGINES.map((engine) => engine.name).join(", ")
+    }.`,
+  );
+  Deno.exit(2);
+}
 const engines: BenchEngine[] = [];
 const notes: string[] = [];
 for (const engine of ENGINES.filter((e) => wanted.includes(e.name))) {

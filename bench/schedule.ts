@@ -18,12 +18,13 @@ import { FLOOR_OF, floorOk, FLOORS } from "./floors.ts";
 import { commit, machine } from "./machine.ts";
 import { assertStorage, serverEnv } from "./processes.ts";
 import { ROUTE_LABELS, ROUTE_OK, routeRequests, workerSessions } from "./routes.ts";
+import { integerKnob, integerListKnob } from "./knobs.ts";
 import { log } from "./settings.ts";
 import { percentile } from "./support.ts";
 
-const REQUESTS = Number(Deno.env.get("SCHEDULE_REQUESTS") ?? 1000);
-const BLOCKS = (Deno.env.get("SCHEDULE_BLOCKS") ?? "1,10,100,1000").split(",").map(Number);
-const REPEATS = Number(Deno.env.get("SCHEDULE_REPEATS") ?? 2);
+const REQUESTS = integerKnob("SCHEDULE_REQUESTS", 1000);
+const BLOCKS = integerListKnob("SCHEDULE_BLOCKS", [1, 10, 100, 1000]);
+const REPEATS = integerKnob("SCHEDULE_REPEATS", 2);
 const MEASURES = (Deno.env.get("SCHEDULE_MEASURES") ?? "list,put,reveal").split(",");
 const WARMUP_REQUESTS = 200;
 
@@ -36,13 +37,6 @@ interface ScheduleRow {
   ratio: number;
 }
 
-const counts = [REQUESTS, REPEATS, ...BLOCKS];
-if (!counts.every((n) => Number.isSafeInteger(n) && n >= 1)) {
-  console.error(
-    "SCHEDULE_REQUESTS, SCHEDULE_REPEATS and each of SCHEDULE_BLOCKS must be positive integers.",
-  );
-  Deno.exit(2);
-}
 /** wallet-proof is left out: each of its requests spends a proof prepared in advance. */
 const SCHEDULABLE = ["nonce", "list", "put", "reveal"];
 const unknown = MEASURES.filter((measure) => !SCHEDULABLE.includes(measure));

@@ -3,7 +3,8 @@
  * in the bench's own environment must not turn the PGlite server into a Postgres one), a server on
  * the wrong engine is caught before it is measured, and the published tables (bench/README.md, the
  * only place they appear) are generated from a results file, with medians, spreads and missed
- * targets as the file says. bench:schedule is run small, on the real Postgres, to keep it working.
+ * targets as the file says. bench:schedule, bench:profile and bench:cpu-profile are run small, on
+ * the real Postgres, to keep them working; their counts are checked before anything runs.
  */
 import assert from "node:assert/strict";
 import { render } from "../bench/render.ts";
@@ -17,6 +18,7 @@ import {
   serverEnv,
   startServer,
 } from "../bench/processes.ts";
+import { parsePositiveInteger, parsePositiveIntegers } from "../bench/knobs.ts";
 import { createDatabase } from "../bench/support.ts";
 
 Deno.test("a bench child's environment holds Deno's basics and what it is given, nothing else of the parent's", () => {
@@ -188,37 +190,45 @@ Deno.test("the profile section names its run and lists each route's layers with 
   assert.match(text, /\| \+ role, claims and live-session check \(list_user_secrets\) \| 421 \|/);
 });
 
+/** Runs a bench script with the permissions its `deno task` gives it; its exit code and stderr. */
+async function runBenchScript(script: string, args: string[], env: Record<string, string>) {
+  const run = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-net",
+      "--allow-env",
+      "--allow-read",
+      "--allow-write",
+      "--allow-run",
+      "--allow-sys",
+      new URL(`../bench/${script}`, import.meta.url).pathname,
+      ...args,
+    ],
+    env,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  return { code: run.code, stderr: new TextDecoder().decode(run.stderr) };
+}
+
+/** The bench scripts run on the real Postgres, which CI provides through DATABASE_URL. */
+const withoutPostgres = !Deno.env.get("DATABASE_URL");
+
 Deno.test({
   name:
     "bench:schedule measures each route against its floor in every block size asked for, on the real Postgres",
-  ignore: !Deno.env.get("DATABASE_URL"),
+  ignore: withoutPostgres,
   async fn() {
     const out = await Deno.makeTempFile({ suffix: ".json" });
     try {
-      const run = await new Deno.Command(Deno.execPath(), {
-        // The permissions `deno task bench:schedule` gives it.
-        args: [
-          "run",
-          "--allow-net",
-          "--allow-env",
-          "--allow-read",
-          "--allow-write",
-          "--allow-run",
-          "--allow-sys",
-          new URL("../bench/schedule.ts", import.meta.url).pathname,
-          "postgres",
-        ],
-        env: {
-          SCHEDULE_REQUESTS: "6",
-          SCHEDULE_BLOCKS: "1,3",
-          SCHEDULE_REPEATS: "1",
-          SCHEDULE_MEASURES: "list,reveal",
-          SCHEDULE_OUT: out,
-        },
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      assert.equal(run.code, 0, new TextDecoder().decode(run.stderr).slice(-2000));
+      const run = await runBenchScript("schedule.ts", ["postgres"], {
+        SCHEDULE_REQUESTS: "6",
+        SCHEDULE_BLOCKS: "1,3",
+        SCHEDULE_REPEATS: "1",
+        SCHEDULE_MEASURES: "list,reveal",
+        SCHEDULE_OUT: out,
+      });
+      assert.equal(run.code, 0, run.stderr.slice(-2000));
       const { meta, rows } = JSON.parse(await Deno.readTextFile(out));
       assert.equal(meta.engine, "postgres");
       assert.deepEqual(
@@ -233,4 +243,90 @@ Deno.test({
       await Deno.remove(out);
     }
   },
+});
+
+Deno.test({
+  name: "bench:profile times every layer of every route, and writes where PROFILE_OUT says",
+  ignore: withoutPostgres,
+  async fn() {
+    const out = await Deno.makeTempFile({ suffix: ".json" });
+    try {
+      const run = await runBenchScript("profile.ts", [], {
+        PROFILE_ROUNDS: "1",
+        PROFILE_CALLS: "3",
+        PROFILE_OUT: out,
+      });
+      assert.equal(run.code, 0, run.stderr.slice(-2000));
+      const profile: ProfileResults = JSON.parse(await Deno.readTextFile(out));
+      assert.equal(profile.rounds, 1);
+      assert.equal(profile.calls, 3);
+      assert.deepEqual(Object.keys(profile.results), [
+        "GET /api/secrets",
+        "PUT /api/secrets",
+        "POST /api/auth/nonce",
+        "POST /api/auth/wallet-proof",
+      ]);
+      for (const [route, steps] of Object.entries(profile.results)) {
+        assert.ok(steps.length >= 3, route);
+        for (const step of steps) assert.ok(step.us > 0, `${route}: ${step.name}`);
+      }
+    } finally {
+      await Deno.remove(out);
+    }
+  },
+});
+
+Deno.test({
+  name:
+    "bench:cpu-profile profiles the routes asked for into PROFILE_DIR, and refuses unknown ones",
+  ignore: withoutPostgres,
+  async fn() {
+    const dir = await Deno.makeTempDir();
+    try {
+      const refused = await runBenchScript("cpu-profile.ts", ["list", "nope"], {
+        PROFILE_DIR: dir,
+      });
+      assert.equal(refused.code, 2);
+      assert.match(refused.stderr, /No such route: nope; choose from list, /);
+      const run = await runBenchScript("cpu-profile.ts", ["list", "floor-read"], {
+        PROFILE_REQUESTS: "5",
+        PROFILE_DIR: dir,
+      });
+      assert.equal(run.code, 0, run.stderr.slice(-2000));
+      const { requests, summaries } = JSON.parse(
+        await Deno.readTextFile(`${dir}/cpu-profile.json`),
+      );
+      assert.equal(requests, 5);
+      assert.deepEqual(Object.keys(summaries), ["list", "floor-read"]);
+      for (const route of ["list", "floor-read"]) {
+        assert.ok(summaries[route].busyUsPerRequest > 0, route);
+        const profile = JSON.parse(await Deno.readTextFile(`${dir}/cpu-${route}.cpuprofile`));
+        assert.ok(profile.samples.length > 0, route);
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true });
+    }
+  },
+});
+
+Deno.test("a bench count is a positive integer or a list of them, and a bad one names its variable", () => {
+  assert.equal(parsePositiveInteger("BENCH_RUNS", undefined, 3), 3);
+  assert.equal(parsePositiveInteger("BENCH_RUNS", " 5 ", 3), 5);
+  for (const bad of ["", "0", "-1", "1.5", "abc", "1e3", "2,3", "99999999999999999999"]) {
+    assert.throws(
+      () => parsePositiveInteger("BENCH_RUNS", bad, 3),
+      new RangeError(`BENCH_RUNS must be a positive integer, not ${JSON.stringify(bad)}.`),
+    );
+  }
+  assert.deepEqual(parsePositiveIntegers("SCHEDULE_BLOCKS", undefined, [1, 10]), [1, 10]);
+  assert.deepEqual(parsePositiveIntegers("SCHEDULE_BLOCKS", "1, 3,", [1]), [1, 3]);
+  assert.deepEqual(parsePositiveIntegers("BENCH_GROWTH", "", [1], true), []);
+  assert.throws(
+    () => parsePositiveIntegers("SCHEDULE_BLOCKS", "", [1]),
+    /SCHEDULE_BLOCKS must be positive integers separated by commas, not ""/,
+  );
+  assert.throws(
+    () => parsePositiveIntegers("BENCH_GROWTH", "1,x", [1], true),
+    /BENCH_GROWTH must be empty or positive integers separated by commas, not "1,x"/,
+  );
 });
