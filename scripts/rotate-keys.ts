@@ -6,8 +6,9 @@
  *   ENCRYPTION_KEYS=k2:<new base64>,k1:<old base64> DATABASE_URL=postgres://… deno task vault:rotate
  *
  * Options: --batch-size=N (default 100), --json (print the report as JSON).
- * Exit status: 0 when every row is under the active key, 1 when some rows could not be rotated,
- * 2 when interrupted.
+ * Exit status: 0 when every row is under the active key, 1 when some rows could not be rotated or
+ * were written under an older key while it ran (some process still has the old keyring), 2 when
+ * interrupted.
  */
 import { parseArgs } from "node:util";
 import { parseConfig } from "../functions/_shared/config/config.ts";
@@ -70,7 +71,9 @@ try {
     console.log(`active key: ${report.activeKeyId}`);
     console.log(
       `rotated ${report.rotated} of ${report.examined} rows under older keys ` +
-        `in ${report.batches} batch(es); ${report.skipped} skipped`,
+        `in ${report.batches} batch(es)` +
+        (report.passes > 1 ? ` over ${report.passes} passes` : "") +
+        `; ${report.skipped} skipped`,
     );
     for (const problem of report.problems) {
       console.log(
@@ -80,9 +83,15 @@ try {
     }
     const byKey = Object.entries(report.rowsByKeyId).map(([id, rows]) => `${id}: ${rows}`);
     console.log(`rows per key now: ${byKey.length === 0 ? "none stored" : byKey.join(", ")}`);
+    if (report.remaining > 0) {
+      console.log(
+        `${report.remaining} row(s) were written under an older key while this ran: some ` +
+          "process still encrypts with the old keyring; update it, then run this again",
+      );
+    }
     if (report.interrupted) console.log("interrupted: run the command again to continue");
   }
-  exitCode = report.interrupted ? 2 : report.problems.length > 0 ? 1 : 0;
+  exitCode = report.interrupted ? 2 : report.problems.length + report.remaining > 0 ? 1 : 0;
 } finally {
   Deno.removeSignalListener("SIGINT", onInterrupt);
   await db.close();

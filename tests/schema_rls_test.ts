@@ -3,7 +3,9 @@
  * own vault rows and events, the API roles reach nothing else, and migrations apply once.
  */
 import assert from "node:assert/strict";
+import postgres from "postgres";
 import type { Database } from "../functions/_shared/db/db.ts";
+import { openDatabase } from "../server/database.ts";
 import { asCreator, type CreatorClaims } from "./support/as-creator.ts";
 import { migrate, readMigrations } from "../scripts/lib/migrations.ts";
 import { describeWithDatabase } from "./support/suite.ts";
@@ -90,6 +92,20 @@ describeWithDatabase("schema and row-level security", {
       // Deliberately no where clause: RLS alone must filter.
       tx.query<{ user_id: string }>("select user_id from public.user_secrets"));
     assert.deepEqual(seen.map((r) => r.user_id), [alice.id]);
+    // Its own rows' masked columns, never their ciphertext, IV or key id (nor all columns at once).
+    const masked = await asCreator(
+      db,
+      alice.claims,
+      (tx) => tx.query("select secret_type, hint, created_at, updated_at from public.user_secrets"),
+    );
+    assert.equal(masked.length, 1);
+    for (const sealed of ["ciphertext", "iv", "key_id", "*"]) {
+      await assert.rejects(
+        asCreator(db, alice.claims, (tx) => tx.query(`select ${sealed} from public.user_secrets`)),
+        (e: { code?: string }) => e.code === "42501",
+        sealed,
+      );
+    }
   },
 
   async "authenticated can neither change, delete nor insert vault rows, its own included"(
@@ -452,5 +468,44 @@ describeWithDatabase("schema and row-level security", {
       "select count(*)::int as count from supabase_migrations.schema_migrations",
     );
     assert.equal(count, (await readMigrations()).length);
+  },
+});
+
+Deno.test({
+  name: "runners migrating one fresh database at once each finish, and each migration runs once",
+  ignore: !Deno.env.get("DATABASE_URL"),
+  async fn() {
+    const adminUrl = Deno.env.get("DATABASE_URL")!;
+    const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+    const versions = (await readMigrations()).map((migration) => migration.version);
+    try {
+      // The race (the record table's "create if not exists") shows in some rounds, not all.
+      for (let round = 0; round < 4; round++) {
+        const name = `wallet_vault_migrate_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
+        await admin.unsafe(`create database ${name}`);
+        const url = new URL(adminUrl);
+        url.pathname = `/${name}`;
+        const runners = await Promise.all(
+          [1, 2, 3].map(() =>
+            openDatabase({
+              engine: "postgres",
+              url: url.toString(),
+              maxConnections: 1,
+              prepare: true,
+              queryTimeoutMs: 30_000,
+            })
+          ),
+        );
+        try {
+          const applied = await Promise.all(runners.map((db) => migrate(db)));
+          assert.deepEqual(applied.flat().sort(), versions);
+        } finally {
+          await Promise.all(runners.map((db) => db.close()));
+          await admin.unsafe(`drop database if exists ${name} with (force)`);
+        }
+      }
+    } finally {
+      await admin.end();
+    }
   },
 });

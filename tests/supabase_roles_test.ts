@@ -185,6 +185,8 @@ Deno.test({
              has_table_privilege('authenticated', 'public.auth_sessions', 'select') as authenticated_sessions,
              has_sequence_privilege('authenticated', pg_get_serial_sequence('public.secret_events', 'id'), 'usage') as authenticated_sequence,
              has_table_privilege('authenticated', 'public.user_secrets', 'select') as authenticated_select,
+             has_column_privilege('authenticated', 'public.user_secrets', 'hint', 'select') as authenticated_select_hint,
+             has_column_privilege('authenticated', 'public.user_secrets', 'ciphertext', 'select') as authenticated_select_ciphertext,
              has_function_privilege('authenticated', 'public.admit_contract_check(text, text, bigint, text, integer, integer, integer)', 'execute') as authenticated_contract_check,
              has_function_privilege('service_role', 'public.put_user_secret(uuid, uuid, text, bytea, bytea, text, text, integer, integer)', 'execute') as service_put`,
           );
@@ -200,7 +202,9 @@ Deno.test({
             anon_select: false,
             authenticated_sessions: false,
             authenticated_sequence: false,
-            authenticated_select: true,
+            authenticated_select: false,
+            authenticated_select_hint: true,
+            authenticated_select_ciphertext: false,
             authenticated_contract_check: false,
             service_put: true,
           });

@@ -13,7 +13,7 @@ import { SECRET_TYPES, type SecretType } from "../functions/_shared/vault/secret
 import { createSessionTokens } from "../functions/_shared/auth/session-tokens.ts";
 import { importKeyring } from "../functions/_shared/vault/vault-crypto.ts";
 import { createLocalApp } from "../server/app.ts";
-import { rotateKeys } from "../scripts/lib/key-rotation.ts";
+import { MAX_PASSES, rotateKeys } from "../scripts/lib/key-rotation.ts";
 import { bearer, type SignedIn, signIn, TEST_ORIGIN, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 
@@ -308,7 +308,7 @@ describeWithDatabase("secret vault", {
     assert.deepEqual(new Set(seen.map((r) => r.user_id)), new Set([alice.userId]));
     for (
       const sql of [
-        "select * from public.user_secrets where user_id = $1",
+        "select secret_type, hint, updated_at from public.user_secrets where user_id = $1",
         "select * from public.secret_events where user_id = $1",
       ]
     ) {
@@ -956,6 +956,47 @@ describeWithDatabase("vault key rotation", {
       }
     }
     assertNoPlaintext(await dumpEverything(app), [...stored.values()].flatMap(Object.values));
+  },
+
+  async "a row written under the old key behind the pass is rotated by another pass, or reported"(
+    app,
+  ) {
+    const db = app.database.db;
+    await db.query("delete from public.user_secrets");
+    const creators = [await signIn(app), await signIn(app), await signIn(app)];
+    for (const creator of creators) {
+      await ok(put(app.fetch, creator.accessToken, "provider_b_key", uniqueValue("sk-b")));
+    }
+    const [first] = [...creators].sort((a, b) => a.userId.localeCompare(b.userId));
+    const [k1] = app.config.encryptionKeys;
+    const k2 = newKey("k2");
+    const keyring = await importKeyring([k2, k1]);
+    // An instance still on the old keyring saves the first creator's row again, after the pass
+    // has gone by it: once, then after every batch.
+    const straggler = uniqueValue("sk-straggler");
+    const saveBehind = async () => {
+      await ok(put(app.fetch, first.accessToken, "provider_b_key", straggler));
+    };
+    let saves = 0;
+    const caught = await rotateKeys(db, keyring, {
+      batchSize: 1,
+      onBatch: () => saves++ === 0 ? saveBehind() : undefined,
+    });
+    assert.equal(caught.passes, 2);
+    assert.equal(caught.rotated, 4);
+    assert.equal(caught.remaining, 0);
+    assert.deepEqual(caught.rowsByKeyId, { k2: 3 });
+    // The straggler's value, re-encrypted: k2 alone opens it.
+    assert.deepEqual(await revealed(app, first.accessToken, {}, withKeyring(app, [k2])), {
+      provider_b_key: straggler,
+    });
+
+    await saveBehind();
+    const left = await rotateKeys(db, keyring, { batchSize: 1, onBatch: saveBehind });
+    assert.equal(left.passes, MAX_PASSES);
+    assert.equal(left.remaining, 1);
+    assert.deepEqual(left.problems, []);
+    assert.deepEqual(left.rowsByKeyId, { k1: 1, k2: 2 });
   },
 
   async "rotation steps over rows it cannot decrypt, names them and rotates the rest"(app) {

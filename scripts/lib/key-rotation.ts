@@ -3,6 +3,10 @@
  * key, in batches of one transaction each. Stopping at any point loses nothing: finished rows are
  * under the active key and are never selected again, so running it again simply continues.
  *
+ * A pass walks the table once in key order, so a row written under an older key behind it (by an
+ * instance that still has the old keyring) is not in that pass: passes repeat from the start, up
+ * to MAX_PASSES, until no such row is left, and any still left are reported as `remaining`.
+ *
  * updated_at is left as it is; the audit trigger records such an update as 'rotate', not 'put'.
  */
 import type { Database, Queryable } from "../../functions/_shared/db/db.ts";
@@ -14,6 +18,8 @@ import {
 } from "../../functions/_shared/vault/vault-crypto.ts";
 
 export const DEFAULT_BATCH_SIZE = 100;
+/** Enough for the stragglers of a deploy; more would chase a writer that was never updated. */
+export const MAX_PASSES = 3;
 
 /** A row that could not be rotated: named by creator, type and key id, never by content. */
 export interface RotationProblem {
@@ -32,7 +38,14 @@ export interface RotationReport {
   /** Rows left as they were because they could not be decrypted (see `problems`). */
   readonly skipped: number;
   readonly batches: number;
+  /** Walks of the table from the start (see MAX_PASSES). */
+  readonly passes: number;
   readonly problems: readonly RotationProblem[];
+  /**
+   * Rows still under an older key once the last pass ended, not counting `problems`: written
+   * meanwhile by a process still encrypting with an older key. Run again once none does.
+   */
+  readonly remaining: number;
   /** True when the signal stopped the run early; run again to continue. */
   readonly interrupted: boolean;
   /** Rows per key id once the run ended (the whole table). */
@@ -43,8 +56,10 @@ export interface RotationOptions {
   readonly batchSize?: number;
   /** Checked between batches: an abort ends the run after the batch in progress commits. */
   readonly signal?: AbortSignal;
-  /** Called after each committed batch, e.g. to print progress. */
-  readonly onBatch?: (progress: { batch: number; rotated: number; skipped: number }) => void;
+  /** Called (and awaited) after each committed batch, e.g. to print progress. */
+  readonly onBatch?: (
+    progress: { batch: number; rotated: number; skipped: number },
+  ) => void | Promise<void>;
 }
 
 type Row = {
@@ -68,63 +83,86 @@ export async function rotateKeys(
     throw new Error("The batch size must be a positive integer.");
   }
 
-  let examined = 0, rotated = 0, skipped = 0, batches = 0;
+  let examined = 0, rotated = 0, skipped = 0, batches = 0, passes = 0;
   const problems: RotationProblem[] = [];
-  // Keyset pagination: rows that cannot be rotated are stepped over rather than selected forever.
-  let after: { userId: string; secretType: string } | null = null;
+  /** Rows known not to decrypt: stepped over by later passes, and reported once. */
+  const unreadable = new Set<string>();
+  const rowKey = (row: { user_id: string; secret_type: string }) =>
+    `${row.user_id}/${row.secret_type}`;
   let interrupted = false;
+  let remaining = 0;
 
-  for (;;) {
-    if (options.signal?.aborted) {
+  /** One walk of the table in key order; false when the signal stopped it. */
+  async function pass(): Promise<boolean> {
+    // Keyset pagination: rows that cannot be rotated are stepped over rather than selected forever.
+    let after: { userId: string; secretType: string } | null = null;
+    for (;;) {
+      if (options.signal?.aborted) return false;
+      const batch = await asService(db, async (tx) => {
+        // for update: a creator's concurrent put waits for this batch (or this batch for it), so
+        // a fresh value is never overwritten with a re-encryption of the old one.
+        const rows = await tx.query<Row>(
+          `select user_id, secret_type, ciphertext, iv, key_id from public.user_secrets
+            where key_id <> $1
+              and ($2::uuid is null or (user_id, secret_type) > ($2::uuid, $3::text))
+            order by user_id, secret_type
+            limit $4
+            for update`,
+          [activeKeyId, after?.userId ?? null, after?.secretType ?? null, batchSize],
+        );
+        let batchRotated = 0, batchSkipped = 0;
+        for (const row of rows) {
+          if (unreadable.has(rowKey(row))) continue;
+          const binding = { userId: row.user_id, secretType: row.secret_type };
+          let value: string;
+          try {
+            value = await keyring.decrypt(
+              { ciphertext: row.ciphertext, iv: row.iv, keyId: row.key_id },
+              binding,
+            );
+          } catch (error) {
+            const reason = keyFailure(error);
+            if (reason === null) throw error;
+            unreadable.add(rowKey(row));
+            problems.push({ ...binding, keyId: row.key_id, reason });
+            batchSkipped++;
+            continue;
+          }
+          const sealed = await keyring.encrypt(value, binding);
+          await tx.query(
+            `update public.user_secrets set ciphertext = $3, iv = $4, key_id = $5
+              where user_id = $1 and secret_type = $2`,
+            [row.user_id, row.secret_type, sealed.ciphertext, sealed.iv, sealed.keyId],
+          );
+          batchRotated++;
+        }
+        return { rows, rotated: batchRotated, skipped: batchSkipped };
+      });
+      if (batch.rows.length === 0) return true;
+      const last = batch.rows[batch.rows.length - 1];
+      after = { userId: last.user_id, secretType: last.secret_type };
+      batches++;
+      examined += batch.rotated + batch.skipped;
+      rotated += batch.rotated;
+      skipped += batch.skipped;
+      await options.onBatch?.({ batch: batches, rotated, skipped });
+      if (batch.rows.length < batchSize) return true;
+    }
+  }
+
+  while (passes < MAX_PASSES) {
+    passes++;
+    if (!(await pass())) {
       interrupted = true;
       break;
     }
-    const batch = await asService(db, async (tx) => {
-      // for update: a creator's concurrent put waits for this batch (or this batch for it), so a
-      // fresh value is never overwritten with a re-encryption of the old one.
-      const rows = await tx.query<Row>(
-        `select user_id, secret_type, ciphertext, iv, key_id from public.user_secrets
-          where key_id <> $1
-            and ($2::uuid is null or (user_id, secret_type) > ($2::uuid, $3::text))
-          order by user_id, secret_type
-          limit $4
-          for update`,
-        [activeKeyId, after?.userId ?? null, after?.secretType ?? null, batchSize],
-      );
-      let batchRotated = 0;
-      for (const row of rows) {
-        const binding = { userId: row.user_id, secretType: row.secret_type };
-        let value: string;
-        try {
-          value = await keyring.decrypt(
-            { ciphertext: row.ciphertext, iv: row.iv, keyId: row.key_id },
-            binding,
-          );
-        } catch (error) {
-          const reason = keyFailure(error);
-          if (reason === null) throw error;
-          problems.push({ ...binding, keyId: row.key_id, reason });
-          continue;
-        }
-        const sealed = await keyring.encrypt(value, binding);
-        await tx.query(
-          `update public.user_secrets set ciphertext = $3, iv = $4, key_id = $5
-            where user_id = $1 and secret_type = $2`,
-          [row.user_id, row.secret_type, sealed.ciphertext, sealed.iv, sealed.keyId],
-        );
-        batchRotated++;
-      }
-      return { rows, rotated: batchRotated };
-    });
-    if (batch.rows.length === 0) break;
-    const last = batch.rows[batch.rows.length - 1];
-    after = { userId: last.user_id, secretType: last.secret_type };
-    batches++;
-    examined += batch.rows.length;
-    rotated += batch.rotated;
-    skipped += batch.rows.length - batch.rotated;
-    options.onBatch?.({ batch: batches, rotated, skipped });
-    if (batch.rows.length < batchSize) break;
+    const left = await asService(db, (tx) =>
+      tx.query<{ user_id: string; secret_type: string }>(
+        "select user_id, secret_type from public.user_secrets where key_id <> $1",
+        [activeKeyId],
+      ));
+    remaining = left.filter((row) => !unreadable.has(rowKey(row))).length;
+    if (remaining === 0) break;
   }
 
   const counts = await asService(db, (tx) =>
@@ -138,7 +176,9 @@ export async function rotateKeys(
     rotated,
     skipped,
     batches,
+    passes,
     problems,
+    remaining,
     interrupted,
     rowsByKeyId,
   };

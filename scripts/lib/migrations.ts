@@ -24,19 +24,27 @@ export async function readMigrations(dir: URL = MIGRATIONS_DIR): Promise<Migrati
   return migrations.sort((a, b) => a.version.localeCompare(b.version));
 }
 
+/**
+ * Serialises concurrent runners (two servers starting at once) on the same database: every step,
+ * the record table's creation included ("if not exists" alone races on a fresh database).
+ */
+const RUNNERS_LOCK = "select pg_advisory_xact_lock(7201120)";
+
 /** Returns the versions it applied now (empty when the database was already up to date). */
 export async function migrate(db: Database, migrations?: Migration[]): Promise<string[]> {
   const pending = migrations ?? await readMigrations();
-  await db.execScript(`
-    create schema if not exists supabase_migrations;
-    create table if not exists supabase_migrations.schema_migrations (
-      version text primary key, statements text[], name text
-    );`);
+  await db.transaction(async (tx) => {
+    await tx.query(RUNNERS_LOCK);
+    await tx.execScript(`
+      create schema if not exists supabase_migrations;
+      create table if not exists supabase_migrations.schema_migrations (
+        version text primary key, statements text[], name text
+      );`);
+  });
   const applied: string[] = [];
   for (const migration of pending) {
     const ran = await db.transaction(async (tx) => {
-      // Serialises concurrent runners (two servers starting at once) on the same database.
-      await tx.query("select pg_advisory_xact_lock(7201120)");
+      await tx.query(RUNNERS_LOCK);
       const done = await tx.query(
         "select 1 from supabase_migrations.schema_migrations where version = $1",
         [migration.version],

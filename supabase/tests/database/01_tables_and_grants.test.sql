@@ -1,9 +1,10 @@
 -- Row-level security and table grants of every table: RLS enabled and forced everywhere, `anon`
--- granted nothing, `authenticated` only SELECT on its vault rows and audit events.
+-- granted nothing, `authenticated` only SELECT on its audit events and on its vault rows' masked
+-- columns (never the ciphertext, IV or key id).
 -- Runs unchanged with `supabase test db`, or `pg_prove -d <db> supabase/tests/database/*.test.sql`.
 begin;
 create extension if not exists pgtap with schema extensions;
-select plan(12);
+select plan(13);
 
 select tables_are(
   'public',
@@ -43,8 +44,20 @@ select results_eq(
       where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'p', 'v', 'm')
         and has_table_privilege('authenticated', c.oid, p.privilege)
       order by 1, 2 $$,
-  $$ values ('secret_events', 'SELECT'), ('user_secrets', 'SELECT') $$,
-  'authenticated may only read its vault rows and audit events: no write on any table'
+  $$ values ('secret_events', 'SELECT') $$,
+  'authenticated may read its audit events whole, and write no table'
+);
+select results_eq(
+  $$ select a.attname::text collate "default", p.privilege
+       from pg_attribute a,
+            unnest(array['SELECT', 'INSERT', 'UPDATE', 'REFERENCES']) as p (privilege)
+      where a.attrelid = 'public.user_secrets'::regclass and a.attnum > 0
+        and not a.attisdropped
+        and has_column_privilege('authenticated', a.attrelid, a.attnum, p.privilege)
+      order by a.attnum, 2 $$,
+  $$ values ('user_id', 'SELECT'), ('secret_type', 'SELECT'), ('hint', 'SELECT'),
+       ('created_at', 'SELECT'), ('updated_at', 'SELECT') $$,
+  'of its vault rows, authenticated reads the masked columns only: no ciphertext, IV or key id'
 );
 
 select policies_are('public', 'user_secrets', array['user_secrets_owner_read'],
