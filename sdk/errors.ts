@@ -79,12 +79,17 @@ export class SignatureRejectedError extends VaultError {
 
 /**
  * The service's error answer, `{ "error": { "code", "message", ...details } }`, as a VaultError;
- * null when the body is not one. The message is the service's, which never quotes a value.
+ * null when the body is not one. The message is the service's, which never quotes a value. A
+ * Retry-After header the body does not restate is kept as `details.retryAfterSeconds`.
  */
-export function serviceError(status: number, body: unknown): VaultError | null {
+export function serviceError(status: number, body: unknown, headers?: Headers): VaultError | null {
   const error = (body as { error?: { code?: unknown; message?: unknown } } | null)?.error;
   if (typeof error?.code !== "string") return null;
   const { code, message, ...details } = error as Record<string, unknown>;
+  const retryAfter = Number(headers?.get("retry-after") ?? NaN);
+  if (details.retryAfterSeconds === undefined && Number.isSafeInteger(retryAfter)) {
+    details.retryAfterSeconds = retryAfter;
+  }
   return new VaultError(
     code as VaultErrorCode,
     typeof message === "string" ? message : code as string,

@@ -105,7 +105,14 @@ export function createVaultServerClient(options: VaultServerClientOptions): Vaul
     try {
       text = await response.text();
     } catch (error) {
-      throw failure(error, signal, url);
+      // An answer came, so the request was handled (a reveal audited and released): a body cut
+      // short is not retried, or one reveal would be made twice.
+      if (signal.aborted) throw failure(error, signal, url);
+      throw new VaultError(
+        "invalid_response",
+        `The vault at ${url} answered ${response.status}, but its body could not be read in full.`,
+        { status: response.status, cause: error },
+      );
     }
     let body: unknown;
     try {
@@ -115,7 +122,7 @@ export function createVaultServerClient(options: VaultServerClientOptions): Vaul
       body = undefined;
     }
     if (response.ok && body !== undefined) return body;
-    const error = response.ok ? null : serviceError(response.status, body);
+    const error = response.ok ? null : serviceError(response.status, body, response.headers);
     if (error !== null) throw error;
     throw new VaultError(
       "invalid_response",
@@ -142,8 +149,17 @@ export function createVaultServerClient(options: VaultServerClientOptions): Vaul
       method: "GET",
       headers: { authorization: `Bearer ${sessionToken}` },
     });
-    const secrets = (body as { secrets?: unknown } | null)?.secrets;
+    const { secrets, providers } = (body ?? {}) as { secrets?: unknown; providers?: unknown };
     if (!Array.isArray(secrets)) throw shapeError(secretsUrl);
+    // The list answers a project's public key (supabase-js's bearer without a session) with the
+    // configuration alone: no session, which is not "nothing stored".
+    if (providers === undefined) {
+      throw new VaultError(
+        "missing_token",
+        "The token is not a creator's session (it is the project's public key): sign in first.",
+        { status: 401 },
+      );
+    }
     const types: SecretType[] = [];
     for (const entry of secrets) {
       const type = (entry as { secretType?: unknown } | null)?.secretType;

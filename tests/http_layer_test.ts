@@ -170,7 +170,11 @@ Deno.test("a lost database connection is a 503 with Retry-After", async () => {
   const response = await handler(new Request("http://localhost/x"));
   assert.equal(response.status, 503);
   assert.equal(response.headers.get("retry-after"), "1");
-  assert.equal((await response.json()).error.code, "database_unavailable");
+  assert.deepEqual((await response.json()).error, {
+    code: "database_unavailable",
+    message: "The database is unavailable; retry shortly.",
+    retryAfterSeconds: 1,
+  });
 });
 
 Deno.test("routes match below the function name with or without the /functions/v1 prefix", async () => {

@@ -277,6 +277,12 @@ describeWithDatabase("the vault server client", {
     await expect(() => wrongToken.reveal(creator.accessToken), 403, "reveal_forbidden");
     await expect(() => client.reveal("not-a-session"), 401, "invalid_token");
     await expect(() => client.credentialsForStep("not-a-session", "image"), 401, "invalid_token");
+    // supabase-js's bearer without a session: the project's public key, which is no session
+    // (not "no keys saved").
+    const publicKey = app.config.publicApiKeys[0];
+    await expect(() => client.reveal(publicKey), 401, "missing_token");
+    await expect(() => client.storedTypes(publicKey), 401, "missing_token");
+    await expect(() => client.credentialsForStep(publicKey, "image"), 401, "missing_token");
     const invalidType = await expect(
       () => client.reveal(creator.accessToken, ["provider_z_key" as SecretType]),
       400,
@@ -381,7 +387,7 @@ Deno.test("answers that are not the service's JSON never quote their body", asyn
     "/unavailable/user-secrets/reveal": () =>
       Response.json(
         { error: { code: "database_unavailable", message: "The database is unavailable." } },
-        { status: 503 },
+        { status: 503, headers: { "retry-after": "2" } },
       ),
   };
   await using server = serveOnFreePort((request) => answers[new URL(request.url).pathname]());
@@ -401,10 +407,45 @@ Deno.test("answers that are not the service's JSON never quote their body", asyn
     const error = await clientError(client.reveal("session"));
     assert.equal(error.code, code, prefix);
     assert.equal(error.status, status, prefix);
+    // Retry-After reaches the caller even when the body does not restate it.
+    if (prefix === "unavailable") assert.equal(error.details.retryAfterSeconds, 2);
     // A 5xx is the service's answer too: retrying is the caller's call (Retry-After), not ours.
     assert.equal(counting.calls.length, 1, prefix);
     const text = [error.message, String(error.stack), inspect(error, { depth: 10 })].join("\n");
     assert.ok(!text.includes(planted), `${prefix}: ${text}`);
+  }
+});
+
+Deno.test("a body cut short after the answer began is invalid_response, and the request is not sent again", async () => {
+  // A raw socket: the head promises 100 bytes, 10 arrive, then the connection closes.
+  const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  let requests = 0;
+  const serving = (async () => {
+    for await (const conn of listener) {
+      requests++;
+      const buffer = new Uint8Array(64 * 1024);
+      await conn.read(buffer);
+      await conn.write(new TextEncoder().encode(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n" +
+          '{"secrets"',
+      ));
+      conn.close();
+    }
+  })();
+  try {
+    const client = createVaultServerClient({
+      baseUrl: `http://127.0.0.1:${listener.addr.port}/functions/v1`,
+      revealToken: "reveal-token",
+    });
+    const error = await clientError(client.reveal("session"));
+    assert.equal(error.code, "invalid_response");
+    assert.equal(error.status, 200);
+    // The service answered, so it handled the reveal (audited, released): asking again would
+    // make it twice.
+    assert.equal(requests, 1);
+  } finally {
+    listener.close();
+    await serving.catch(() => {});
   }
 });
 

@@ -32,6 +32,9 @@ export function errorResponse(error: ServiceError): Response {
   );
 }
 
+/** What a 503 database_unavailable asks a client to wait, in its body and as Retry-After. */
+const DATABASE_RETRY_AFTER_SECONDS = 1;
+
 export function toServiceError(error: unknown, log: Logger): ServiceError {
   if (error instanceof ServiceError) return error;
   if (isDatabaseUnavailable(error)) {
@@ -39,10 +42,8 @@ export function toServiceError(error: unknown, log: Logger): ServiceError {
     return new ServiceError(
       "database_unavailable",
       "The database is unavailable; retry shortly.",
-      undefined,
-      {
-        "retry-after": "1",
-      },
+      { retryAfterSeconds: DATABASE_RETRY_AFTER_SECONDS },
+      { "retry-after": String(DATABASE_RETRY_AFTER_SECONDS) },
     );
   }
   log.error("internal_error", { name: errorName(error), code: errorCode(error) });
