@@ -3,6 +3,7 @@
  * Safe to run again: applied versions are recorded and skipped.
  */
 import { databaseUrl, processEnv } from "../functions/_shared/config/env-schema.ts";
+import { isDatabaseUnavailable } from "../functions/_shared/db/unavailable.ts";
 import { openDatabase } from "../server/database.ts";
 import { migrate } from "./lib/migrations.ts";
 
@@ -25,6 +26,16 @@ try {
   console.log(
     applied.length === 0 ? "migrations: up to date" : `migrations: applied ${applied.join(", ")}`,
   );
+} catch (error) {
+  // Unreachable is one line (never the URL: it may hold a password); a failing migration keeps
+  // its whole error.
+  if (!isDatabaseUnavailable(error)) throw error;
+  console.error(
+    `db:migrate: the database cannot be reached (${
+      (error as { code?: string }).code ?? (error as Error).name
+    })`,
+  );
+  Deno.exitCode = 1;
 } finally {
   await db.close();
 }

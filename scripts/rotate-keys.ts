@@ -11,10 +11,10 @@
  * interrupted.
  */
 import { parseArgs } from "node:util";
-import { parseConfig } from "../functions/_shared/config/config.ts";
+import { parseStorageConfig } from "../functions/_shared/config/config.ts";
 import { openDatabase } from "../server/database.ts";
 import { importKeyring } from "../functions/_shared/vault/vault-crypto.ts";
-import { secureDataDir } from "../server/data-dir.ts";
+import { DataDirInUse, lockDataDir, secureDataDir } from "../server/data-dir.ts";
 import { exists, localEnv, parseOrExit } from "../server/local-settings.ts";
 import { DEFAULT_BATCH_SIZE, rotateKeys } from "./lib/key-rotation.ts";
 
@@ -33,18 +33,23 @@ if (!Number.isSafeInteger(batchSize) || batchSize < 1) {
 
 // The local server's generated keys, when they exist; this command never creates keys.
 const { env } = await localEnv({ createDevKeys: false });
-const config = parseOrExit(() => parseConfig(env));
+// The database and the keyring only: rotation signs no session and answers no request.
+const config = parseOrExit(() => parseStorageConfig(env));
 if (config.database.engine === "pglite") {
   if (config.database.dataDir === null || !(await exists(config.database.dataDir))) {
     console.error(`no local database at ${config.database.dataDir}: nothing to rotate`);
     Deno.exit(1);
   }
-  // PGlite is single-process: the local server must not have the same directory open.
-  console.error(
-    `rotating the embedded database in ${config.database.dataDir}; stop the server first`,
-  );
+  console.error(`rotating the embedded database in ${config.database.dataDir}`);
   // The same privacy as the server gives it (PGlite writes its files 0666).
   await secureDataDir(config.database.dataDir);
+  try {
+    await lockDataDir(config.database.dataDir);
+  } catch (error) {
+    if (!(error instanceof DataDirInUse)) throw error;
+    console.error(error.message);
+    Deno.exit(1);
+  }
 }
 
 const keyring = await importKeyring(config.encryptionKeys);

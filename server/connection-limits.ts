@@ -218,6 +218,7 @@ export function serveWithLimits(
     transport: "tcp",
   });
   let accepting = true;
+  let closing: Promise<void> | null = null;
   const acceptLoop = (async () => {
     while (accepting) {
       let conn: Deno.TcpConn;
@@ -249,13 +250,17 @@ export function serveWithLimits(
     get openConnections() {
       return tunnels.size;
     },
-    async shutdown() {
-      accepting = false;
-      listener.close();
-      await acceptLoop;
-      // Deno's graceful shutdown: requests in flight finish, idle connections close.
-      await inner.shutdown();
-      for (const tunnel of tunnels) tunnel.destroy();
+    shutdown() {
+      // Once: a second call (a second signal) waits for the first instead of closing twice.
+      closing ??= (async () => {
+        accepting = false;
+        listener.close();
+        await acceptLoop;
+        // Deno's graceful shutdown: requests in flight finish, idle connections close.
+        await inner.shutdown();
+        for (const tunnel of tunnels) tunnel.destroy();
+      })();
+      return closing;
     },
   };
 }

@@ -76,3 +76,35 @@ async function tighten(dir: string, mode: number | null): Promise<number> {
   }
   return tightened;
 }
+
+/** How long to wait for another process to let go of the directory before refusing. */
+const LOCK_WAIT_MS = 250;
+
+/** The embedded database is open in another process (the local server, or vault:rotate). */
+export class DataDirInUse extends Error {
+  constructor(path: string) {
+    super(
+      `${path} is open in another process (the local server or vault:rotate); stop it first: ` +
+        "PGlite allows one process per data directory.",
+    );
+    this.name = "DataDirInUse";
+  }
+}
+
+/**
+ * Holds an exclusive lock on `<path>.lock` (beside the directory, so PGlite's own files are left
+ * alone) for the life of the process, which releases it on exit however it ends. Two processes on
+ * one directory would each keep their own copy of the database in memory and write over the
+ * other's changes. Throws DataDirInUse when another process holds it.
+ */
+export async function lockDataDir(path: string): Promise<void> {
+  const file = await Deno.open(`${path}.lock`, { create: true, write: true, mode: 0o600 });
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const waited = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), LOCK_WAIT_MS);
+  });
+  // Deno has no non-blocking lock: a lock still pending after the wait is left to the exit.
+  const locked = await Promise.race([file.lock(true).then(() => true), waited]);
+  clearTimeout(timer);
+  if (!locked) throw new DataDirInUse(path);
+}

@@ -7,8 +7,13 @@ import { createServiceContext } from "../functions/_shared/context.ts";
 import { openDatabase } from "./database.ts";
 import { consoleLogger } from "../functions/_shared/http/log.ts";
 import { atEdge, createLocalApp, LOCAL_ANON_KEY } from "./app.ts";
-import { connectionLimitsFromEnv, serveWithLimits } from "./connection-limits.ts";
-import { secureDataDir } from "./data-dir.ts";
+import {
+  connectionLimitsFromEnv,
+  type LimitedServer,
+  serveWithLimits,
+} from "./connection-limits.ts";
+import { DataDirInUse, lockDataDir, secureDataDir } from "./data-dir.ts";
+import { isDatabaseUnavailable } from "../functions/_shared/db/unavailable.ts";
 import { localEnv, parseOrExit } from "./local-settings.ts";
 import { migrate } from "../scripts/lib/migrations.ts";
 
@@ -31,9 +36,12 @@ async function main(): Promise<void> {
   // The embedded database's files are private to this user: set on creation, checked and fixed on
   // every start, and once more after PGlite has created its files (it makes them 0666).
   const dataDir = config.database.engine === "pglite" ? config.database.dataDir : null;
-  if (dataDir) await secureOrExit(dataDir);
+  if (dataDir) {
+    await secureOrExit(dataDir);
+    await orExit(() => lockDataDir(dataDir));
+  }
   const db = await openDatabase(config.database);
-  const applied = await migrate(db);
+  const applied = await orExit(() => migrate(db));
   if (dataDir) await secureOrExit(dataDir);
 
   const ownOrigins = [`http://${HOST}:${config.port}`, `http://localhost:${config.port}`];
@@ -41,11 +49,19 @@ async function main(): Promise<void> {
   const app = createLocalApp(context);
 
   // Deno.serve behind a counted, deadlined socket (server/connection-limits.ts).
-  const server = serveWithLimits(
-    { hostname: HOST, port: config.port, limits },
-    // This server is the edge: the client address is the socket's.
-    atEdge(app.handler, config.clientIp),
-  );
+  let server: LimitedServer;
+  try {
+    server = serveWithLimits(
+      { hostname: HOST, port: config.port, limits },
+      // This server is the edge: the client address is the socket's.
+      atEdge(app.handler, config.clientIp),
+    );
+  } catch (error) {
+    if (!(error instanceof Deno.errors.AddrInUse)) throw error;
+    await db.close();
+    console.error(`port ${config.port} on ${HOST} is in use: stop what holds it, or set PORT`);
+    Deno.exit(1);
+  }
   const port = server.addr.port;
 
   console.log(`wallet-vault listening on http://${HOST}:${port} (${config.appEnv})`);
@@ -68,13 +84,34 @@ async function main(): Promise<void> {
   console.log(`try: curl http://${HOST}:${port}/api/secrets`);
   console.log(`settings page: http://${HOST}:${port}/settings`);
 
-  const stop = async () => {
-    await server.shutdown();
-    await db.close();
-    Deno.exit(0);
+  // Once, however many signals come (`deno task` passes one on to its child as well).
+  let stopping: Promise<void> | null = null;
+  const stop = () => {
+    stopping ??= (async () => {
+      await server.shutdown();
+      await db.close();
+      Deno.exit(0);
+    })();
   };
   Deno.addSignalListener("SIGINT", stop);
   Deno.addSignalListener("SIGTERM", stop);
+}
+
+/** Runs a start-up step; a database that cannot be reached or opened is one line and exit 1. */
+async function orExit<T>(step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    if (!(error instanceof DataDirInUse) && !isDatabaseUnavailable(error)) throw error;
+    console.error(
+      error instanceof DataDirInUse
+        ? error.message
+        : `the database cannot be reached: ${
+          (error as { code?: string }).code ?? (error as Error).name
+        }`,
+    );
+    Deno.exit(1);
+  }
 }
 
 async function secureOrExit(dataDir: string): Promise<void> {

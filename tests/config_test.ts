@@ -3,7 +3,12 @@
  * values are refused in every mode, and Supabase's own variables are understood.
  */
 import assert from "node:assert/strict";
-import { ConfigError, FUNCTION_DEFAULTS, parseConfig } from "../functions/_shared/config/config.ts";
+import {
+  ConfigError,
+  FUNCTION_DEFAULTS,
+  parseConfig,
+  parseStorageConfig,
+} from "../functions/_shared/config/config.ts";
 import { DEV_ENCRYPTION_KEY_MARK, DEV_SECRET_PREFIX } from "../functions/_shared/config/keyring.ts";
 import { generateDevKeys, loadOrCreateDevKeys, withDevKeys } from "../server/dev-keys.ts";
 
@@ -284,4 +289,23 @@ Deno.test("the local server refuses to start in production without configuration
   const stderr = new TextDecoder().decode(output.stderr);
   for (const name of [...REQUIRED, "ALLOWED_ORIGINS"]) assert.match(stderr, new RegExp(name));
   assert.equal(new TextDecoder().decode(output.stdout), "", "it never gets as far as listening");
+});
+
+Deno.test("an operator command needs the database and the keyring, not the service's secrets", () => {
+  const storage = parseStorageConfig({
+    DATABASE_URL: "postgres://vault@db.internal:5432/vault",
+    ENCRYPTION_KEYS: `k2:${randomBase64(32)},k1:${KEY_A}`,
+  });
+  assert.equal(storage.database.engine, "postgres");
+  assert.deepEqual(storage.encryptionKeys.map((key) => key.id), ["k2", "k1"]);
+  assert.throws(() => parseStorageConfig({}), (error) => {
+    assert.ok(error instanceof ConfigError);
+    assert.deepEqual(error.problems, ["ENCRYPTION_KEYS (or ENCRYPTION_KEY) is not set"]);
+    return true;
+  });
+  // Production still refuses a key that is not random (to leave one, rotate without production).
+  assert.throws(
+    () => parseStorageConfig({ APP_ENV: "production", ENCRYPTION_KEYS: `k1:${KEY_A}` }),
+    ConfigError,
+  );
 });

@@ -8,20 +8,23 @@ const MAIN = new URL("../server/main.ts", import.meta.url).pathname;
 
 interface Running {
   readonly port: number;
-  stop(): Promise<void>;
+  /** Sends SIGTERM `signals` times and expects exit 0. */
+  stop(signals?: number): Promise<void>;
 }
+
+/** Deno's basics, and nothing else of this process's environment (no DATABASE_URL). */
+const INHERITED = Object.fromEntries(
+  ["PATH", "HOME", "DENO_DIR", "XDG_CACHE_HOME"].flatMap((name) => {
+    const value = Deno.env.get(name);
+    return value === undefined ? [] : [[name, value]];
+  }),
+);
 
 /** Starts server/main.ts and waits for its "migrations:" line (the database is open). */
 async function startLocalServer(env: Record<string, string>): Promise<Running> {
-  const inherited = Object.fromEntries(
-    ["PATH", "HOME", "DENO_DIR", "XDG_CACHE_HOME"].flatMap((name) => {
-      const value = Deno.env.get(name);
-      return value === undefined ? [] : [[name, value]];
-    }),
-  );
   const child = new Deno.Command(Deno.execPath(), {
     args: ["run", "--allow-all", MAIN],
-    env: { ...inherited, NO_COLOR: "1", PORT: "0", ...env },
+    env: { ...INHERITED, NO_COLOR: "1", PORT: "0", ...env },
     clearEnv: true,
     stdout: "piped",
     stderr: "piped",
@@ -46,8 +49,8 @@ async function startLocalServer(env: Record<string, string>): Promise<Running> {
   })();
   return {
     port,
-    async stop() {
-      child.kill("SIGTERM");
+    async stop(signals = 1) {
+      for (let i = 0; i < signals; i++) child.kill("SIGTERM");
       const status = await child.status;
       await draining;
       await stderr;
@@ -141,8 +144,45 @@ Deno.test({
             assert.deepEqual((await response.json()).secrets, []);
           },
         );
+
+        await t.step(
+          "a second server or vault:rotate on its data directory, or on its port, is refused in one line",
+          async () => {
+            const refusal = async (script: string, extra: Record<string, string>) => {
+              const run = await new Deno.Command(Deno.execPath(), {
+                args: ["run", "--allow-all", new URL(`../${script}`, import.meta.url).pathname],
+                env: { ...INHERITED, ...env, NO_COLOR: "1", PORT: "0", ...extra },
+                clearEnv: true,
+                // One that started instead of refusing would never end on its own.
+                signal: AbortSignal.timeout(30_000),
+                stdout: "piped",
+                stderr: "piped",
+              }).output();
+              return { code: run.code, stderr: new TextDecoder().decode(run.stderr) };
+            };
+            for (const script of ["server/main.ts", "scripts/rotate-keys.ts"]) {
+              const { code, stderr } = await refusal(script, {});
+              assert.equal(code, 1, stderr);
+              assert.match(stderr, /is open in another process .* stop it first/);
+              assert.doesNotMatch(stderr, /\n\s+at /, "a stack trace");
+            }
+            const other = `${root}/other/pglite`;
+            const { code, stderr } = await refusal("server/main.ts", {
+              PGLITE_DATA_DIR: other,
+              PORT: String(server.port),
+            });
+            assert.equal(code, 1, stderr);
+            assert.match(stderr, new RegExp(`port ${server.port} on 127.0.0.1 is in use`));
+            assert.doesNotMatch(stderr, /\n\s+at /, "a stack trace");
+            // The first server kept its database and its port.
+            const response = await fetch(`http://127.0.0.1:${server.port}/api/secrets`);
+            assert.equal(response.status, 200);
+            await response.body?.cancel();
+          },
+        );
       } finally {
-        await server.stop();
+        // Twice, as when `deno task` passes a group's signal on: one clean stop, exit 0.
+        await server.stop(2);
       }
 
       await t.step("narrows a data directory left readable, on its next start", async () => {

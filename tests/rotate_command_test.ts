@@ -94,10 +94,8 @@ for (const engine of testEngines()) {
         const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
           args: ["run", "-A", SCRIPT, "--batch-size=4"],
           env: {
-            APP_ENV: "development",
+            // Only what rotation needs, as an operator would give it: no service secrets.
             ENCRYPTION_KEYS: keyringVar([k2, k1]),
-            SERVER_REVEAL_TOKEN: "rotate-command-test-reveal-token-0123456789",
-            JWT_SECRET: "rotate-command-test-jwt-secret-0123456789abcdef",
             ...database.env,
           },
           clearEnv: true,

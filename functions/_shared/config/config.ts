@@ -122,30 +122,10 @@ export function parseConfig(
   given: Env,
   defaults: ConfigDefaults = LOCAL_SERVER_DEFAULTS,
 ): AppConfig {
-  const env = given.APP_ENV?.trim() ? given : { ...given, APP_ENV: defaults.appEnv };
-  const parsed = envSchema.safeParse(env);
-  if (!parsed.success) {
-    const malformed = parsed.error.issues.map((issue) =>
-      `${issue.path.join(".")}: ${issue.message}`
-    );
-    throw new ConfigError(
-      env.APP_ENV === "production" ? [...missingInProduction(env), ...malformed] : malformed,
-    );
-  }
-  const vars = parsed.data;
+  const { env, vars } = readEnv(given, defaults);
   const problems: string[] = [];
   const production = vars.APP_ENV === "production";
-
-  const url = databaseUrl(vars);
-  if (url !== undefined && !/^postgres(ql)?:\/\//.test(url)) {
-    problems.push("DATABASE_URL must be a postgres:// or postgresql:// URL");
-  }
-  const encryptionKeys = parseKeyring(
-    vars.ENCRYPTION_KEYS,
-    vars.ENCRYPTION_KEY,
-    problems,
-    production,
-  );
+  const { database, encryptionKeys } = storageSettings(vars, defaults, problems);
   const allowedOrigins = parseOrigins(vars.ALLOWED_ORIGINS, problems);
   const allowedChainIds = parseChainIds(vars.ALLOWED_CHAIN_IDS, problems);
   const publishableKeys = parsePublishableKeys(vars.SUPABASE_PUBLISHABLE_KEYS, problems);
@@ -168,26 +148,11 @@ export function parseConfig(
     }
   } else {
     // Development and tests get their keys from the local server's dev-key file or the test setup.
-    if (encryptionKeys.length === 0) {
-      problems.push("ENCRYPTION_KEYS (or ENCRYPTION_KEY) is not set");
-    }
+    if (encryptionKeys.length === 0) problems.push(NO_KEYRING);
     if (vars.SERVER_REVEAL_TOKEN === undefined) problems.push("SERVER_REVEAL_TOKEN is not set");
     if (vars.JWT_SECRET === undefined) problems.push("JWT_SECRET is not set");
   }
   if (problems.length > 0) throw new ConfigError(problems);
-
-  const database: DatabaseSettings = url !== undefined
-    ? {
-      engine: "postgres",
-      url: withoutPoolerHint(url),
-      maxConnections: vars.DATABASE_MAX_CONNECTIONS ?? defaults.maxConnections,
-      // A transaction pooler hands each transaction whichever server connection is free, where a
-      // statement prepared on another one does not exist.
-      prepare: !isPoolerUrl(url) && vars.DATABASE_PREPARE !== "false" &&
-        vars.DATABASE_PREPARE !== "0",
-      queryTimeoutMs: vars.DATABASE_TIMEOUT_MS,
-    }
-    : { engine: "pglite", dataDir: vars.PGLITE_DATA_DIR ?? ".local/pglite" };
 
   return {
     appEnv: vars.APP_ENV,
@@ -222,6 +187,64 @@ export function parseConfig(
       ...publishableKeys,
     ],
   };
+}
+
+/** What re-encrypting the vault needs (vault:rotate): none of the service's own secrets. */
+export type StorageConfig = Pick<AppConfig, "appEnv" | "database" | "encryptionKeys">;
+
+/**
+ * The database and the keyring alone, for an operator command that neither signs sessions nor
+ * answers requests: SERVER_REVEAL_TOKEN, JWT_SECRET and ALLOWED_ORIGINS are not asked for.
+ */
+export function parseStorageConfig(given: Env): StorageConfig {
+  const { vars } = readEnv(given, LOCAL_SERVER_DEFAULTS);
+  const problems: string[] = [];
+  const storage = storageSettings(vars, LOCAL_SERVER_DEFAULTS, problems);
+  if (storage.encryptionKeys.length === 0) problems.push(NO_KEYRING);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return { appEnv: vars.APP_ENV, ...storage };
+}
+
+const NO_KEYRING = "ENCRYPTION_KEYS (or ENCRYPTION_KEY) is not set";
+
+type EnvVars = ReturnType<typeof envSchema.parse>;
+
+/** The environment checked against the schema, with APP_ENV's default for this reader. */
+function readEnv(given: Env, defaults: ConfigDefaults): { env: Env; vars: EnvVars } {
+  const env = given.APP_ENV?.trim() ? given : { ...given, APP_ENV: defaults.appEnv };
+  const parsed = envSchema.safeParse(env);
+  if (parsed.success) return { env, vars: parsed.data };
+  const malformed = parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`);
+  throw new ConfigError(
+    env.APP_ENV === "production" ? [...missingInProduction(env), ...malformed] : malformed,
+  );
+}
+
+/** The database (Postgres from its URL, else PGlite) and the keyring; problems are appended. */
+function storageSettings(vars: EnvVars, defaults: ConfigDefaults, problems: string[]) {
+  const url = databaseUrl(vars);
+  if (url !== undefined && !/^postgres(ql)?:\/\//.test(url)) {
+    problems.push("DATABASE_URL must be a postgres:// or postgresql:// URL");
+  }
+  const encryptionKeys = parseKeyring(
+    vars.ENCRYPTION_KEYS,
+    vars.ENCRYPTION_KEY,
+    problems,
+    vars.APP_ENV === "production",
+  );
+  const database: DatabaseSettings = url !== undefined
+    ? {
+      engine: "postgres",
+      url: withoutPoolerHint(url),
+      maxConnections: vars.DATABASE_MAX_CONNECTIONS ?? defaults.maxConnections,
+      // A transaction pooler hands each transaction whichever server connection is free, where a
+      // statement prepared on another one does not exist.
+      prepare: !isPoolerUrl(url) && vars.DATABASE_PREPARE !== "false" &&
+        vars.DATABASE_PREPARE !== "0",
+      queryTimeoutMs: vars.DATABASE_TIMEOUT_MS,
+    }
+    : { engine: "pglite", dataDir: vars.PGLITE_DATA_DIR ?? ".local/pglite" };
+  return { database, encryptionKeys };
 }
 
 /** One line naming every required production setting that is absent (not: malformed). */
