@@ -18,13 +18,14 @@ export interface Target {
 
 // Causes are written after a run, from what that run, deno task bench:profile (in-process, µs per
 // call), bench:schedule (ratios at 1 by measuring schedule) and pgbench (server time per statement)
-// measured; a target the latest run missed without one is reported as such. These describe the run
-// of d38bf79, on a slower machine than the run before (floors at 1 two to three times as long,
-// server CPU per request about twice as much).
+// measured; a target the latest run missed without one is reported as such. The ratios printed
+// beside them are the latest run's (2b78a31, an Intel Xeon VM); the figures the causes cite were
+// measured on the VMs of earlier runs (d38bf79's AMD EPYC for the A/B, pgbench and the profile;
+// 99f8d22's for bench:schedule), which is why they name their source.
 const GUARD =
-  "the local server's connection guard (issue 13 item 8: a loopback TCP hop in front of Deno.serve; an A/B in one process on this machine, the app behind it and not, measured +87 us for GET and +66 us for PUT; the floors and the deployed shape have none)";
+  "the local server's connection guard (issue 13 item 8: a loopback TCP hop in front of Deno.serve; an A/B in one process on the VM of d38bf79's run, the app behind it and not, measured +87 us for GET and +66 us for PUT; the floors and the deployed shape have none)";
 const NOISE =
-  "On this machine the floors at 1 varied about 2x from run to run (see the min-max), and so did the ratio.";
+  "On these VMs the floors at 1 have varied up to about 2x from run to run (the run of d38bf79), and the ratio with them; in the latest run they varied little.";
 /** bench:schedule of 99f8d22 (bench/results/schedule-postgres.json; docs/performance.md). */
 const SCHEDULE =
   "How long the floor runs uninterrupted moves this ratio most: bench:schedule, the same code with route and floor taking turns in blocks of B requests (the bench's blocks are about 1,000)";
@@ -48,7 +49,7 @@ export const TARGETS: readonly Target[] = [
     loaded: 3,
     cause: {
       at1:
-        `public.put_user_secret does the session check, the per-creator limit's counter (issue 13 item 11), the upsert and the audit trigger's insert in one commit, against the floor's one upsert: pgbench, server time with the commit, ~490-570 us against ~370-440 us; bench:profile 959 us against 788 us. In one process over HTTP, without the guard, PUT takes 1430 us against the floor's 1117 us (1.28x: that work, the value checked and encrypted with AES-256-GCM on WebCrypto, the handler and the edge wrapper). On top of that, ${GUARD}, and the commit's WAL flush, which is most of the floor's own time on this machine (bench:profile: the bare upsert 788 us against the bare read's 128 us) and varies widely. ${NOISE} ${SCHEDULE}, measured PUT at 1.28x and 1.32x request by request and 1.84x and 1.71x in blocks of 1,000. Deployed, against its floor through the same pooler, it meets the target.`,
+        `public.put_user_secret does the session check, the per-creator limit's counter (issue 13 item 11), the upsert and the audit trigger's insert in one commit, against the floor's one upsert: pgbench, server time with the commit, ~490-570 us against ~370-440 us; bench:profile 959 us against 788 us. In one process over HTTP, without the guard, PUT takes 1430 us against the floor's 1117 us (1.28x: that work, the value checked and encrypted with AES-256-GCM on WebCrypto, the handler and the edge wrapper). On top of that, ${GUARD}, and the commit's WAL flush, which is most of the floor's own time on these VMs (bench:profile: the bare upsert 788 us against the bare read's 128 us) and varies widely. ${NOISE} ${SCHEDULE}, measured PUT at 1.28x and 1.32x request by request and 1.84x and 1.71x in blocks of 1,000. Deployed, against its floor through the same pooler, it meets the target.`,
     },
   },
   // Met since b73b82a: a nonce's commit does not wait for the WAL flush (nonce.ts says why).
@@ -61,7 +62,7 @@ export const TARGETS: readonly Target[] = [
     loaded: 3,
     cause: {
       at1:
-        `public.reveal_user_secrets checks the session, counts two limits (per creator and per server token: two counter upserts), reads the seven ciphertexts and inserts seven audit events, each with its foreign-key check, all committed before anything is released: pgbench, server time with the commit, ~480-640 us against the floor's ~255-340 us for a read and one insert. Then seven AES-256-GCM decryptions on WebCrypto (~130 us of wall time and ~200-300 us of CPU for the seven on this machine; node:crypto takes ~30 us, but WebCrypto is what keeps the keys non-extractable), and ${GUARD}. Unlike GET and PUT, it misses whatever the schedule: bench:schedule measured 1.92-2.36x request by request and 2.13-2.15x in blocks of 1,000. Deployed it meets the target.`,
+        `public.reveal_user_secrets checks the session, counts two limits (per creator and per server token: two counter upserts), reads the seven ciphertexts and inserts seven audit events, each with its foreign-key check, all committed before anything is released: pgbench, server time with the commit, ~480-640 us against the floor's ~255-340 us for a read and one insert. Then seven AES-256-GCM decryptions on WebCrypto (~130 us of wall time and ~200-300 us of CPU for the seven, measured on the VM of d38bf79's run; node:crypto takes ~30 us, but WebCrypto is what keeps the keys non-extractable), and ${GUARD}. Unlike GET and PUT, it misses whatever the schedule: bench:schedule measured 1.92-2.36x request by request and 2.13-2.15x in blocks of 1,000. Deployed it meets the target.`,
       loaded:
         `At concurrency 8 the two cores are shared by the server, Postgres and the load generator, so p50 follows CPU per request: the server spends ~1,080 us of CPU on a reveal against the floor's ~300 us, ~200-300 us of it in the seven WebCrypto decryptions, and Postgres does the two counters and seven audit rows besides. 3.003x against the target of 3x, with a min-max of 2.14-3.20x; the run of 2375ea5, on a quieter machine, measured 2.71x (2.16-2.80x). Deployed it meets the target.`,
     },
