@@ -3,7 +3,7 @@
  * Safe to run again: applied versions are recorded and skipped.
  */
 import { databaseUrl, processEnv } from "../functions/_shared/config/env-schema.ts";
-import { isDatabaseUnavailable } from "../functions/_shared/db/unavailable.ts";
+import { isConnectionFailure } from "../functions/_shared/db/unavailable.ts";
 import { openDatabase } from "../server/database.ts";
 import { migrate } from "./lib/migrations.ts";
 
@@ -29,7 +29,7 @@ try {
 } catch (error) {
   // Unreachable is one line (never the URL: it may hold a password); a failing migration keeps
   // its whole error.
-  if (!isDatabaseUnavailable(error)) throw error;
+  if (!isConnectionFailure(error)) throw error;
   console.error(
     `db:migrate: the database cannot be reached (${
       (error as { code?: string }).code ?? (error as Error).name

@@ -6,6 +6,7 @@
  * 0700 keeps every other local user out of all of it, including files PGlite creates later; the
  * files are tightened to 0600 as well, so a copy of the directory does not carry 0666 along.
  */
+import { resolve } from "node:path";
 
 export interface DataDirReport {
   /** The directory did not exist and was created. */
@@ -98,7 +99,8 @@ export class DataDirInUse extends Error {
  * other's changes. Throws DataDirInUse when another process holds it.
  */
 export async function lockDataDir(path: string): Promise<void> {
-  const file = await Deno.open(`${path}.lock`, { create: true, write: true, mode: 0o600 });
+  // Resolved, so `pglite`, `./pglite` and `pglite/` are one lock, never one inside the directory.
+  const file = await Deno.open(`${resolve(path)}.lock`, { create: true, write: true, mode: 0o600 });
   let timer: ReturnType<typeof setTimeout> | undefined;
   const waited = new Promise<false>((resolve) => {
     timer = setTimeout(() => resolve(false), LOCK_WAIT_MS);

@@ -13,7 +13,7 @@ import {
   serveWithLimits,
 } from "./connection-limits.ts";
 import { DataDirInUse, lockDataDir, secureDataDir } from "./data-dir.ts";
-import { isDatabaseUnavailable } from "../functions/_shared/db/unavailable.ts";
+import { isConnectionFailure } from "../functions/_shared/db/unavailable.ts";
 import { localEnv, parseOrExit } from "./local-settings.ts";
 import { migrate } from "../scripts/lib/migrations.ts";
 
@@ -102,7 +102,7 @@ async function orExit<T>(step: () => Promise<T>): Promise<T> {
   try {
     return await step();
   } catch (error) {
-    if (!(error instanceof DataDirInUse) && !isDatabaseUnavailable(error)) throw error;
+    if (!(error instanceof DataDirInUse) && !isConnectionFailure(error)) throw error;
     console.error(
       error instanceof DataDirInUse
         ? error.message

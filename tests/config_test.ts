@@ -303,9 +303,27 @@ Deno.test("an operator command needs the database and the keyring, not the servi
     assert.deepEqual(error.problems, ["ENCRYPTION_KEYS (or ENCRYPTION_KEY) is not set"]);
     return true;
   });
-  // Production still refuses a key that is not random (to leave one, rotate without production).
+  // Production asks for a Postgres URL and the keyring, nothing else, even beside a bad value…
+  assert.throws(() => parseStorageConfig({ APP_ENV: "production", PORT: "abc" }), (error) => {
+    assert.ok(error instanceof ConfigError);
+    assert.deepEqual(error.problems, [
+      "APP_ENV=production requires DATABASE_URL (or SUPABASE_DB_URL), ENCRYPTION_KEYS (or ENCRYPTION_KEY)",
+      "PORT: Invalid input: expected number, received NaN",
+    ]);
+    return true;
+  });
   assert.throws(
-    () => parseStorageConfig({ APP_ENV: "production", ENCRYPTION_KEYS: `k1:${KEY_A}` }),
+    () => parseStorageConfig({ APP_ENV: "production", ENCRYPTION_KEYS: `k1:${randomBase64(32)}` }),
+    /APP_ENV=production requires DATABASE_URL \(or SUPABASE_DB_URL\)$/,
+  );
+  // …and still refuses a key that is not random (to leave one, rotate without production).
+  assert.throws(
+    () =>
+      parseStorageConfig({
+        APP_ENV: "production",
+        DATABASE_URL: "postgres://vault@db.internal:5432/vault",
+        ENCRYPTION_KEYS: `k1:${KEY_A}`,
+      }),
     ConfigError,
   );
 });

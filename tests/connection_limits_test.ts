@@ -280,6 +280,16 @@ Deno.test("a Host that makes no URL is a 400 invalid_request, with or without a 
   assert.equal(handled, 0);
 });
 
+Deno.test("shutdown runs once: a second call (a second signal) waits for the first", async () => {
+  const server = serveWithLimits({ hostname: "127.0.0.1", port: 0 }, () => new Response("ok"));
+  const response = await fetch(`http://127.0.0.1:${server.addr.port}/`);
+  assert.equal(await response.text(), "ok");
+  // Closing the listener twice threw BadResource, uncaught, and the process exited 1.
+  await Promise.all([server.shutdown(), server.shutdown()]);
+  await server.shutdown();
+  assert.equal(server.openConnections, 0);
+});
+
 Deno.test("a request made straight to the internal port is refused with 421", async () => {
   let handled = 0;
   await using server = serve({}, () => {

@@ -1145,7 +1145,7 @@ function rawCase(rng: Rng, f: Fixtures, host: string): RawCase {
     () => [
       "Host that makes no URL",
       `${rng.pick(["GET", "POST", "PUT", "DELETE"])} ${path} HTTP/1.1\r\nHost: ${
-        rng.pick(["a b", "a<b", "[::1", "a%zz", "a:99999", "a\\b"])
+        rng.pick(["a b", "a<b", "[::1", "a%zz", "a:99999"])
       }\r\n${auth}${json}Content-Length: ${body.length}\r\n${close}\r\n${body}`,
     ],
     () => ["HTTP/1.0 without Host", `GET ${path} HTTP/1.0\r\n${auth}\r\n`],

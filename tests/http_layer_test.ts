@@ -10,6 +10,7 @@ import {
   readJson,
 } from "../functions/_shared/http/bodies.ts";
 import { json } from "../functions/_shared/http/responses.ts";
+import { isConnectionFailure, isDatabaseUnavailable } from "../functions/_shared/db/unavailable.ts";
 import { router, subpath } from "../functions/_shared/http/router.ts";
 import { CORS_ALLOWED_HEADERS, serve } from "../functions/_shared/http/serve.ts";
 import { silentLogger } from "../functions/_shared/http/log.ts";
@@ -177,6 +178,18 @@ Deno.test("a lost database connection is a 503 with Retry-After", async () => {
   });
 });
 
+Deno.test("a statement cut off by its timeout is unavailable (503) but no connection failure", () => {
+  for (
+    const error of [{ code: "ECONNREFUSED" }, { code: "08006" }, { name: "ConnectionRefused" }]
+  ) {
+    assert.ok(isDatabaseUnavailable(error) && isConnectionFailure(error), JSON.stringify(error));
+  }
+  const timedOut = { code: "57014" };
+  assert.ok(isDatabaseUnavailable(timedOut));
+  assert.ok(!isConnectionFailure(timedOut));
+  assert.ok(!isConnectionFailure({ code: "42P01" }));
+});
+
 Deno.test("routes match below the function name with or without the /functions/v1 prefix", async () => {
   const handle = router("demo", [{
     method: "GET",
@@ -261,6 +274,7 @@ Deno.test("CORS headers are exactly: Vary always, the origin only when allowed, 
     ["access-control-allow-methods", "GET, POST, PUT, DELETE, OPTIONS"],
     ["access-control-allow-origin", "https://app.example.com"],
     ["access-control-max-age", "600"],
+    ["cache-control", "no-store"],
     ["vary", "Origin"],
   ]);
 });

@@ -43,7 +43,8 @@ export interface RotationReport {
   readonly problems: readonly RotationProblem[];
   /**
    * Rows still under an older key once the last pass ended, not counting `problems`: written
-   * meanwhile by a process still encrypting with an older key. Run again once none does.
+   * meanwhile by a process still encrypting with an older key. Run again once none does. 0 when
+   * the run was interrupted.
    */
   readonly remaining: number;
   /** True when the signal stopped the run early; run again to continue. */
@@ -152,6 +153,8 @@ export async function rotateKeys(
 
   while (passes < MAX_PASSES) {
     passes++;
+    // Counted after a whole pass only: an interrupted one leaves 0, since it may have reached them.
+    remaining = 0;
     if (!(await pass())) {
       interrupted = true;
       break;

@@ -122,7 +122,7 @@ export function parseConfig(
   given: Env,
   defaults: ConfigDefaults = LOCAL_SERVER_DEFAULTS,
 ): AppConfig {
-  const { env, vars } = readEnv(given, defaults);
+  const { env, vars } = readEnv(given, defaults, REQUIRED_IN_PRODUCTION);
   const problems: string[] = [];
   const production = vars.APP_ENV === "production";
   const { database, encryptionKeys } = storageSettings(vars, defaults, problems);
@@ -139,7 +139,7 @@ export function parseConfig(
     : parseOrigin(vars.SUPABASE_URL, "SUPABASE_URL", problems);
 
   if (production) {
-    problems.unshift(...missingInProduction(env));
+    problems.unshift(...missingInProduction(env, REQUIRED_IN_PRODUCTION));
     problems.push(...weakSecrets(vars.SERVER_REVEAL_TOKEN, vars.JWT_SECRET));
     if (
       vars.ALLOWED_ORIGINS !== undefined && vars.ALLOWED_ORIGINS.split(",").every((o) => !o.trim())
@@ -192,15 +192,23 @@ export function parseConfig(
 /** What re-encrypting the vault needs (vault:rotate): none of the service's own secrets. */
 export type StorageConfig = Pick<AppConfig, "appEnv" | "database" | "encryptionKeys">;
 
+/** What production requires of an operator command: the first two of REQUIRED_IN_PRODUCTION. */
+const REQUIRED_FOR_STORAGE = REQUIRED_IN_PRODUCTION.slice(0, 2);
+
 /**
  * The database and the keyring alone, for an operator command that neither signs sessions nor
- * answers requests: SERVER_REVEAL_TOKEN, JWT_SECRET and ALLOWED_ORIGINS are not asked for.
+ * answers requests: SERVER_REVEAL_TOKEN, JWT_SECRET and ALLOWED_ORIGINS are not asked for. In
+ * production, as for the service, the database is a Postgres URL (never a local PGlite).
  */
 export function parseStorageConfig(given: Env): StorageConfig {
-  const { vars } = readEnv(given, LOCAL_SERVER_DEFAULTS);
+  const { env, vars } = readEnv(given, LOCAL_SERVER_DEFAULTS, REQUIRED_FOR_STORAGE);
   const problems: string[] = [];
   const storage = storageSettings(vars, LOCAL_SERVER_DEFAULTS, problems);
-  if (storage.encryptionKeys.length === 0) problems.push(NO_KEYRING);
+  if (vars.APP_ENV === "production") {
+    problems.unshift(...missingInProduction(env, REQUIRED_FOR_STORAGE));
+  } else if (storage.encryptionKeys.length === 0) {
+    problems.push(NO_KEYRING);
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return { appEnv: vars.APP_ENV, ...storage };
 }
@@ -209,14 +217,23 @@ const NO_KEYRING = "ENCRYPTION_KEYS (or ENCRYPTION_KEY) is not set";
 
 type EnvVars = ReturnType<typeof envSchema.parse>;
 
-/** The environment checked against the schema, with APP_ENV's default for this reader. */
-function readEnv(given: Env, defaults: ConfigDefaults): { env: Env; vars: EnvVars } {
+/**
+ * The environment checked against the schema, with APP_ENV's default for this reader. Malformed
+ * values are refused together with, in production, whichever of `required` are missing.
+ */
+function readEnv(
+  given: Env,
+  defaults: ConfigDefaults,
+  required: readonly Requirement[],
+): { env: Env; vars: EnvVars } {
   const env = given.APP_ENV?.trim() ? given : { ...given, APP_ENV: defaults.appEnv };
   const parsed = envSchema.safeParse(env);
   if (parsed.success) return { env, vars: parsed.data };
   const malformed = parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`);
   throw new ConfigError(
-    env.APP_ENV === "production" ? [...missingInProduction(env), ...malformed] : malformed,
+    env.APP_ENV === "production"
+      ? [...missingInProduction(env, required), ...malformed]
+      : malformed,
   );
 }
 
@@ -247,16 +264,18 @@ function storageSettings(vars: EnvVars, defaults: ConfigDefaults, problems: stri
   return { database, encryptionKeys };
 }
 
-/** One line naming every required production setting that is absent (not: malformed). */
-function missingInProduction(env: Env): string[] {
+type Requirement = typeof REQUIRED_IN_PRODUCTION[number];
+
+/** One line naming each of `required` that is absent (not: malformed). */
+function missingInProduction(env: Env, required: readonly Requirement[]): string[] {
   const given = (...names: string[]) => names.some((name) => Boolean(env[name]?.trim()));
-  const present = [
-    databaseUrl(env) !== undefined,
-    given("ENCRYPTION_KEYS", "ENCRYPTION_KEY"),
-    given("SERVER_REVEAL_TOKEN"),
-    given("JWT_SECRET"),
-    given("ALLOWED_ORIGINS"),
-  ];
-  const missing = REQUIRED_IN_PRODUCTION.filter((_, index) => !present[index]);
+  const present: Record<Requirement, boolean> = {
+    "DATABASE_URL (or SUPABASE_DB_URL)": databaseUrl(env) !== undefined,
+    "ENCRYPTION_KEYS (or ENCRYPTION_KEY)": given("ENCRYPTION_KEYS", "ENCRYPTION_KEY"),
+    SERVER_REVEAL_TOKEN: given("SERVER_REVEAL_TOKEN"),
+    JWT_SECRET: given("JWT_SECRET"),
+    ALLOWED_ORIGINS: given("ALLOWED_ORIGINS"),
+  };
+  const missing = required.filter((requirement) => !present[requirement]);
   return missing.length === 0 ? [] : [`APP_ENV=production requires ${missing.join(", ")}`];
 }

@@ -35,3 +35,11 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   const name = (error as { name?: unknown }).name;
   return name === "ConnectionRefused" || name === "ConnectionReset" || name === "TimedOut";
 }
+
+/**
+ * isDatabaseUnavailable without a statement cut off by its timeout (57014): the database was
+ * reached, so a start-up step or a migration that fails so keeps its own error.
+ */
+export function isConnectionFailure(error: unknown): boolean {
+  return isDatabaseUnavailable(error) && (error as { code?: unknown }).code !== "57014";
+}

@@ -39,6 +39,8 @@ export function serve(handler: FunctionHandler, policy: CorsPolicy, log: Logger)
       preflight.set("access-control-allow-methods", CORS_METHODS);
       preflight.set("access-control-allow-headers", CORS_ALLOWED_HEADERS);
       preflight.set("access-control-max-age", "600");
+      // Like every answer (the preflight cache is Access-Control-Max-Age's, not HTTP's).
+      preflight.set("cache-control", "no-store");
       return new Response(null, { status: 204, headers: preflight });
     }
     let response: Response;
