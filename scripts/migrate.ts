@@ -3,8 +3,8 @@
  * Safe to run again: applied versions are recorded and skipped.
  */
 import { databaseUrl, processEnv } from "../functions/_shared/config/env-schema.ts";
-import { isConnectionFailure } from "../functions/_shared/db/unavailable.ts";
 import { openDatabase } from "../server/database.ts";
+import { startupRefusal } from "../server/local-settings.ts";
 import { migrate } from "./lib/migrations.ts";
 
 const url = databaseUrl(processEnv());
@@ -27,14 +27,10 @@ try {
     applied.length === 0 ? "migrations: up to date" : `migrations: applied ${applied.join(", ")}`,
   );
 } catch (error) {
-  // Unreachable is one line (never the URL: it may hold a password); a failing migration keeps
-  // its whole error.
-  if (!isConnectionFailure(error)) throw error;
-  console.error(
-    `db:migrate: the database cannot be reached (${
-      (error as { code?: string }).code ?? (error as Error).name
-    })`,
-  );
+  // Unreachable is one line; a failing migration keeps its whole error.
+  const refusal = startupRefusal(error);
+  if (refusal === null) throw error;
+  console.error(`db:migrate: ${refusal}`);
   Deno.exitCode = 1;
 } finally {
   await db.close();

@@ -14,8 +14,8 @@ import { parseArgs } from "node:util";
 import { parseStorageConfig } from "../functions/_shared/config/config.ts";
 import { openDatabase } from "../server/database.ts";
 import { importKeyring } from "../functions/_shared/vault/vault-crypto.ts";
-import { DataDirInUse, lockDataDir, secureDataDir } from "../server/data-dir.ts";
-import { exists, localEnv, parseOrExit } from "../server/local-settings.ts";
+import { lockDataDir, secureDataDir } from "../server/data-dir.ts";
+import { exists, localEnv, parseOrExit, stepOrExit } from "../server/local-settings.ts";
 import { DEFAULT_BATCH_SIZE, rotateKeys } from "./lib/key-rotation.ts";
 
 const { values: args } = parseArgs({
@@ -36,20 +36,15 @@ const { env } = await localEnv({ createDevKeys: false });
 // The database and the keyring only: rotation signs no session and answers no request.
 const config = parseOrExit(() => parseStorageConfig(env));
 if (config.database.engine === "pglite") {
-  if (config.database.dataDir === null || !(await exists(config.database.dataDir))) {
-    console.error(`no local database at ${config.database.dataDir}: nothing to rotate`);
+  const { dataDir } = config.database;
+  if (dataDir === null || !(await exists(dataDir))) {
+    console.error(`no local database at ${dataDir}: nothing to rotate`);
     Deno.exit(1);
   }
-  console.error(`rotating the embedded database in ${config.database.dataDir}`);
+  console.error(`rotating the embedded database in ${dataDir}`);
   // The same privacy as the server gives it (PGlite writes its files 0666).
-  await secureDataDir(config.database.dataDir);
-  try {
-    await lockDataDir(config.database.dataDir);
-  } catch (error) {
-    if (!(error instanceof DataDirInUse)) throw error;
-    console.error(error.message);
-    Deno.exit(1);
-  }
+  await secureDataDir(dataDir);
+  await stepOrExit(() => lockDataDir(dataDir));
 }
 
 const keyring = await importKeyring(config.encryptionKeys);

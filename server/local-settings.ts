@@ -2,10 +2,13 @@
  * The local server's and the operator commands' (scripts/) one reader of the environment: the
  * development keys fill its gaps outside production, the parsers beside it read it (parseConfig
  * for the function settings, connectionLimitsFromEnv for the local server's own), and a
- * configuration error is printed and exits 1 instead of becoming a stack trace.
+ * configuration error or a start-up refusal is printed and exits 1 instead of becoming a stack
+ * trace.
  */
 import { ConfigError } from "../functions/_shared/config/config.ts";
 import { processEnv } from "../functions/_shared/config/env-schema.ts";
+import { isConnectionFailure } from "../functions/_shared/db/unavailable.ts";
+import { DataDirInUse } from "./data-dir.ts";
 import {
   DEFAULT_DEV_KEYS_PATH,
   loadOrCreateDevKeys,
@@ -45,6 +48,30 @@ export function parseOrExit<T>(parse: () => T): T {
   } catch (error) {
     if (!(error instanceof ConfigError) && !(error instanceof RangeError)) throw error;
     console.error(error.message);
+    Deno.exit(1);
+  }
+}
+
+/**
+ * The one line a start-up step's refusal is worth, or null for any other error (which keeps its
+ * stack): another process holds the embedded database, or the database cannot be reached (named
+ * by its error code, never by its URL, which may hold a password).
+ */
+export function startupRefusal(error: unknown): string | null {
+  if (error instanceof DataDirInUse) return error.message;
+  if (!isConnectionFailure(error)) return null;
+  const { code, name } = error as { code?: string; name?: string };
+  return `the database cannot be reached: ${code ?? name}`;
+}
+
+/** Runs a start-up step; a refusal startupRefusal names is printed in one line and exits 1. */
+export async function stepOrExit<T>(step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    const refusal = startupRefusal(error);
+    if (refusal === null) throw error;
+    console.error(refusal);
     Deno.exit(1);
   }
 }

@@ -12,9 +12,8 @@ import {
   type LimitedServer,
   serveWithLimits,
 } from "./connection-limits.ts";
-import { DataDirInUse, lockDataDir, secureDataDir } from "./data-dir.ts";
-import { isConnectionFailure } from "../functions/_shared/db/unavailable.ts";
-import { localEnv, parseOrExit } from "./local-settings.ts";
+import { lockDataDir, secureDataDir } from "./data-dir.ts";
+import { localEnv, parseOrExit, stepOrExit } from "./local-settings.ts";
 import { migrate } from "../scripts/lib/migrations.ts";
 
 const HOST = "127.0.0.1";
@@ -38,10 +37,10 @@ async function main(): Promise<void> {
   const dataDir = config.database.engine === "pglite" ? config.database.dataDir : null;
   if (dataDir) {
     await secureOrExit(dataDir);
-    await orExit(() => lockDataDir(dataDir));
+    await stepOrExit(() => lockDataDir(dataDir));
   }
   const db = await openDatabase(config.database);
-  const applied = await orExit(() => migrate(db));
+  const applied = await stepOrExit(() => migrate(db));
   if (dataDir) await secureOrExit(dataDir);
 
   const ownOrigins = [`http://${HOST}:${config.port}`, `http://localhost:${config.port}`];
@@ -95,23 +94,6 @@ async function main(): Promise<void> {
   };
   Deno.addSignalListener("SIGINT", stop);
   Deno.addSignalListener("SIGTERM", stop);
-}
-
-/** Runs a start-up step; a database that cannot be reached or opened is one line and exit 1. */
-async function orExit<T>(step: () => Promise<T>): Promise<T> {
-  try {
-    return await step();
-  } catch (error) {
-    if (!(error instanceof DataDirInUse) && !isConnectionFailure(error)) throw error;
-    console.error(
-      error instanceof DataDirInUse
-        ? error.message
-        : `the database cannot be reached: ${
-          (error as { code?: string }).code ?? (error as Error).name
-        }`,
-    );
-    Deno.exit(1);
-  }
 }
 
 async function secureOrExit(dataDir: string): Promise<void> {

@@ -192,8 +192,11 @@ export function parseConfig(
 /** What re-encrypting the vault needs (vault:rotate): none of the service's own secrets. */
 export type StorageConfig = Pick<AppConfig, "appEnv" | "database" | "encryptionKeys">;
 
-/** What production requires of an operator command: the first two of REQUIRED_IN_PRODUCTION. */
-const REQUIRED_FOR_STORAGE = REQUIRED_IN_PRODUCTION.slice(0, 2);
+/** What production requires of an operator command: the database and the keyring. */
+const REQUIRED_FOR_STORAGE: readonly Requirement[] = [
+  "DATABASE_URL (or SUPABASE_DB_URL)",
+  "ENCRYPTION_KEYS (or ENCRYPTION_KEY)",
+];
 
 /**
  * The database and the keyring alone, for an operator command that neither signs sessions nor
