@@ -3,20 +3,29 @@
  * each route needs, through the same driver with the same settings (parseConfig of the same
  * environment) — no proxy, token, transaction, RLS, encryption or audit call.
  *
- *   GET  /ready                      200 {"storage": "<engine>:public.user_secrets"}, as the
- *                                    service reports it, so the bench can check the engine
+ *   GET  /ready                      200 {"storage": "<engine>:public.user_secrets", "way": …}:
+ *                                    the storage as the service reports it and how this floor is
+ *                                    reached, so the bench can check both
  *   GET  /?user=<uuid>               read: the creator's masked rows (what GET /api/secrets reads)
  *   POST /reveal?user=<uuid>         read: the creator's ciphertexts (what reveal reads)
  *   POST /reveal-audited?user=<uuid> the same read and one committed insert (an audit row), in one
  *                                    transaction and one round trip (BEGIN, both, COMMIT pipelined):
  *                                    the least an audited reveal can do
  *   PUT  /?user=<uuid>&type=<type>   write: one upsert of a ciphertext row (what PUT writes)
+ *
+ * BENCH_FLOOR_WAY=guarded serves it the way the local server answers: through the connection
+ * guard (server/connection-limits.ts) with the limits this environment gives the server. Unset or
+ * `direct`: a plain Deno.serve, the way a deployed function is reached (bench/engines.ts).
  */
 import { parseConfig } from "../functions/_shared/config/config.ts";
+import { connectionLimitsFromEnv, serveWithLimits } from "../server/connection-limits.ts";
 import { openDatabase } from "../server/database.ts";
 import { listAnswer, upsertAnswer } from "./floor-queries.ts";
+import { type FloorWay, floorWay } from "./floor-way.ts";
 
-const config = parseConfig(Deno.env.toObject());
+const env = Deno.env.toObject();
+const way: FloorWay = floorWay(env.BENCH_FLOOR_WAY);
+const config = parseConfig(env);
 const db = await openDatabase(config.database);
 const storage = `${db.engine}:public.user_secrets`;
 
@@ -48,18 +57,22 @@ async function auditedCiphertexts(user: string | null): Promise<Response> {
   return ciphertextsAnswer(read.value as CiphertextRow[]);
 }
 
-const server = Deno.serve(
-  { hostname: "127.0.0.1", port: config.port, onListen: () => {} },
-  (request) => {
-    const url = new URL(request.url);
-    const user = url.searchParams.get("user");
-    if (url.pathname === "/ready") return Response.json({ storage });
-    if (url.pathname === "/reveal") return ciphertexts(user);
-    if (url.pathname === "/reveal-audited") return auditedCiphertexts(user);
-    if (request.method === "PUT") return upsertAnswer(db, user, url.searchParams.get("type"));
-    return listAnswer(db, user);
-  },
-);
+function answer(request: Request): Response | Promise<Response> {
+  const url = new URL(request.url);
+  const user = url.searchParams.get("user");
+  if (url.pathname === "/ready") return Response.json({ storage, way });
+  if (url.pathname === "/reveal") return ciphertexts(user);
+  if (url.pathname === "/reveal-audited") return auditedCiphertexts(user);
+  if (request.method === "PUT") return upsertAnswer(db, user, url.searchParams.get("type"));
+  return listAnswer(db, user);
+}
+
+const server = way === "guarded"
+  ? serveWithLimits(
+    { hostname: "127.0.0.1", port: config.port, limits: connectionLimitsFromEnv(env) },
+    answer,
+  )
+  : Deno.serve({ hostname: "127.0.0.1", port: config.port, onListen: () => {} }, answer);
 
 Deno.addSignalListener("SIGTERM", async () => {
   await server.shutdown();

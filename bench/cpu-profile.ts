@@ -149,9 +149,15 @@ const server = await startProcess("server/main.ts", keys, "/api/secrets", [
   `--inspect=127.0.0.1:${inspectPort}`,
 ]);
 const floorInspectPort = freePort();
-const floor = await startProcess("bench/bare-server.ts", keys, "/ready", [
-  `--inspect=127.0.0.1:${floorInspectPort}`,
-]);
+// Reached as the bench's local floors are: through the same connection guard as the server.
+const floor = await startProcess(
+  "bench/bare-server.ts",
+  { ...keys, BENCH_FLOOR_WAY: "guarded" },
+  "/ready",
+  [
+    `--inspect=127.0.0.1:${floorInspectPort}`,
+  ],
+);
 const summaries: Record<string, ReturnType<typeof summarize>> = {};
 try {
   await assertStorage("the profiled server", server.url, "postgres:public.user_secrets");

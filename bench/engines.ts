@@ -1,6 +1,7 @@
 /**
  * What the bench runs on: each engine's databases, its server and its floor server (ENGINES).
  */
+import { type FloorWay, wayLabel } from "./floor-way.ts";
 import { assertStorage, type ServerProcess, startProcess } from "./processes.ts";
 import { type BenchDatabase, createDatabase, findPostgres } from "./support.ts";
 import { startEdgeShape } from "../tests/support/edge.ts";
@@ -23,8 +24,17 @@ export interface BenchEngine {
   createDatabase(): Promise<BenchDatabase>;
   /** The service under test; `keys` are the keys and limits every process of a run shares. */
   startServer(db: BenchDatabase, keys: Record<string, string>): Promise<ServerProcess>;
+  /**
+   * How its floors are reached (bench/floor-way.ts): first the way its server is, the floor its
+   * targets are held to; then any other way measured beside it (the floor as it was before).
+   */
+  readonly floorWays: readonly [FloorWay] | readonly [FloorWay, FloorWay];
   /** The floor server (bench/bare-server.ts): the same driver and settings as the service. */
-  startFloor(db: BenchDatabase, keys: Record<string, string>): Promise<ServerProcess>;
+  startFloor(
+    db: BenchDatabase,
+    keys: Record<string, string>,
+    way: FloorWay,
+  ): Promise<ServerProcess>;
   /**
    * The environment of one function started alone (cold start); `serverUrl` is for the proxy.
    * null: the functions do not run on this engine (PGlite belongs to the local server alone).
@@ -54,8 +64,15 @@ function localEngine(
     ...options,
     createDatabase: create,
     startServer: (db, keys) => startProcess("server/main.ts", { ...keys, ...db.env }),
-    startFloor: (db, keys) =>
-      startProcess("bench/bare-server.ts", { ...keys, ...db.env }, "/ready"),
+    // The server answers through its connection guard, so the floor its targets use does too; the
+    // floor without it (the yardstick until 2026-11-25) is measured beside it.
+    floorWays: ["guarded", "direct"],
+    startFloor: (db, keys, way) =>
+      startProcess(
+        "bench/bare-server.ts",
+        { ...keys, ...db.env, BENCH_FLOOR_WAY: way },
+        "/ready",
+      ),
     functionEnv: (db, keys) =>
       db.engine === "pglite" ? null : {
         ...keys,
@@ -119,8 +136,13 @@ function deployedEngine(): BenchEngine {
       await assertStorage("the deployed api function", url, "postgres:public.user_secrets");
       return { url, env, pid: edge.pids[0], pids: edge.pids, stop: () => edge.stop() };
     },
-    startFloor: (db, keys) =>
-      startProcess("bench/bare-server.ts", { ...keys, ...db.env }, "/ready"),
+    floorWays: ["direct"],
+    startFloor: (db, keys, way) =>
+      startProcess(
+        "bench/bare-server.ts",
+        { ...keys, ...db.env, BENCH_FLOOR_WAY: way },
+        "/ready",
+      ),
     functionEnv: (db, keys) => ({ ...keys, ...db.env, ALLOWED_ORIGINS: "http://127.0.0.1:54321" }),
   };
 }
@@ -171,4 +193,29 @@ export async function startChecked(
     throw error;
   }
   return server;
+}
+
+/**
+ * The engine's floor server reached `way`, checked to run on the engine's storage and to be
+ * reached that way (as its /ready reports) before anything is measured against it.
+ */
+export async function startCheckedFloor(
+  engine: BenchEngine,
+  db: BenchDatabase,
+  keys: Record<string, string>,
+  way: FloorWay,
+): Promise<ServerProcess> {
+  const floor = await engine.startFloor(db, keys, way);
+  try {
+    const what = `the ${engine.name} floor${wayLabel(way)}`;
+    await assertStorage(what, floor.url, engine.storage, "/ready");
+    const ready = await (await fetch(`${floor.url}/ready`)).json() as { way?: unknown };
+    if (ready.way !== way) {
+      throw new Error(`${what} is reached ${JSON.stringify(ready.way)}, not ${way}`);
+    }
+  } catch (error) {
+    await floor.stop();
+    throw error;
+  }
+  return floor;
 }

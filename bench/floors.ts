@@ -4,6 +4,7 @@
  */
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 import type { BenchEngine } from "./engines.ts";
+import { besideLabel, wayLabel } from "./floor-way.ts";
 import { runLoad } from "./http-load.ts";
 import type { ServerProcess } from "./processes.ts";
 import { ROUTE_LABELS, serverCpuMs } from "./routes.ts";
@@ -117,59 +118,107 @@ function measuredFields(engine: BenchEngine, single: Measured, loaded: Measured)
   };
 }
 
+/** Each route's floors as measured next to it: [at 1, loaded]. */
+export interface FloorsMeasured {
+  /** Its floor, reached the engine's own way (engine.floorWays[0]): its targets use this one. */
+  readonly floorFor: Record<string, Measured[]>;
+  /** ALSO_AGAINST's floor, reached the same way. */
+  readonly alsoFloorFor: Record<string, Measured[]>;
+  /** Its floor reached the other way (engine.floorWays[1]), when the engine has one. */
+  readonly besideFloorFor: Record<string, Measured[]> | null;
+}
+
 /** The engine's rows of this run: each floor's own, then each route against its floor. */
 export function pushEngineRows(
   engine: BenchEngine,
   measures: readonly string[],
   route: Record<string, Measured[]>,
-  floorFor: Record<string, Measured[]>,
-  alsoFloorFor: Record<string, Measured[]>,
+  floors: FloorsMeasured,
   recoveryAt: readonly number[],
   result: RunResult,
 ) {
-  for (const floorKey of Object.keys(FLOORS) as Floor[]) {
-    const from = FLOOR_ROW_FROM[floorKey];
-    const [single, loaded] = ALSO_AGAINST[from] === floorKey ? alsoFloorFor[from] : floorFor[from];
+  const { floorFor, alsoFloorFor, besideFloorFor } = floors;
+  const [way, besideWay] = engine.floorWays;
+  const baselineRow = (id: string, label: string, [single, loaded]: Measured[]) =>
     result.rows.push({
       ...measuredFields(engine, single, loaded),
-      id: `${engine.name}/floor:${floorKey}`,
-      measure: `baseline: bare Deno.serve + ${FLOORS[floorKey].label.replace("bare ", "")}`,
+      id,
+      measure: `baseline: bare Deno.serve + ${label.replace("bare ", "")}`,
       baseline: null,
       baselineP50Ms: null,
       ratio: null,
     });
+  for (const floorKey of Object.keys(FLOORS) as Floor[]) {
+    const from = FLOOR_ROW_FROM[floorKey];
+    const also = ALSO_AGAINST[from] === floorKey;
+    const label = FLOORS[floorKey].label;
+    baselineRow(
+      `${engine.name}/floor:${floorKey}`,
+      label + wayLabel(way),
+      also ? alsoFloorFor[from] : floorFor[from],
+    );
+    if (besideFloorFor !== null && besideWay !== undefined && !also) {
+      baselineRow(
+        `${engine.name}/floor:${floorKey}:${besideWay}`,
+        label + besideLabel(besideWay),
+        besideFloorFor[from],
+      );
+    }
   }
   // Each route against the one query it cannot do without, measured next to it: the nonce and
   // wallet-proof write (wallet-proof also recovers one signature), the list and reveal read.
   for (const measure of measures) {
     const [single, loaded] = route[measure];
-    const [floorSingle, floorLoaded] = floorFor[measure];
     const [recoveryAt1, recoveryLoaded] = measure === "wallet-proof" ? recoveryAt : [0, 0];
-    const floorMs = recoveryLoaded + floorLoaded.result.p50Ms;
-    const floorAt1 = recoveryAt1 + floorSingle.result.p50Ms;
-    result.rows.push({
-      ...measuredFields(engine, single, loaded),
-      id: `${engine.name}/${measure}`,
-      measure: ROUTE_LABELS[measure],
-      baseline: measure === "wallet-proof"
-        ? "recovery + bare write"
-        : FLOORS[FLOOR_OF[measure]].label,
-      baselineP50Ms: floorMs,
-      ratio: loaded.result.p50Ms / floorMs,
-      ratioAt1: single.result.p50Ms / floorAt1,
-    });
+    const routeFields = measuredFields(engine, single, loaded);
+    const against = (
+      id: string,
+      label: string,
+      baseline: string,
+      [floorSingle, floorLoaded]: Measured[],
+      recovery: boolean,
+    ) => {
+      const floorMs = (recovery ? recoveryLoaded : 0) + floorLoaded.result.p50Ms;
+      const floorAt1 = (recovery ? recoveryAt1 : 0) + floorSingle.result.p50Ms;
+      result.rows.push({
+        ...routeFields,
+        id,
+        measure: label,
+        baseline,
+        baselineP50Ms: floorMs,
+        ratio: loaded.result.p50Ms / floorMs,
+        ratioAt1: single.result.p50Ms / floorAt1,
+      });
+    };
+    const floorLabel = (suffix: string) =>
+      measure === "wallet-proof"
+        ? `recovery + bare write${suffix}`
+        : FLOORS[FLOOR_OF[measure]].label + suffix;
+    against(
+      `${engine.name}/${measure}`,
+      ROUTE_LABELS[measure],
+      floorLabel(wayLabel(way)),
+      floorFor[measure],
+      true,
+    );
     const also = ALSO_AGAINST[measure];
     if (also !== undefined) {
-      const [plainSingle, plainLoaded] = alsoFloorFor[measure];
-      result.rows.push({
-        ...result.rows[result.rows.length - 1],
-        id: `${engine.name}/${measure}-vs-${also.replaceAll(" ", "-")}`,
-        measure: `${ROUTE_LABELS[measure]}, against the plain read`,
-        baseline: FLOORS[also].label,
-        baselineP50Ms: plainLoaded.result.p50Ms,
-        ratio: loaded.result.p50Ms / plainLoaded.result.p50Ms,
-        ratioAt1: single.result.p50Ms / plainSingle.result.p50Ms,
-      });
+      against(
+        `${engine.name}/${measure}-vs-${also.replaceAll(" ", "-")}`,
+        `${ROUTE_LABELS[measure]}, against the plain read`,
+        FLOORS[also].label + wayLabel(way),
+        alsoFloorFor[measure],
+        false,
+      );
+    }
+    if (besideFloorFor !== null && besideWay !== undefined) {
+      against(
+        `${engine.name}/${measure}-vs-${besideWay}-floor`,
+        `${ROUTE_LABELS[measure]}, against its floor${besideLabel(besideWay)}`,
+        floorLabel(besideLabel(besideWay)),
+        besideFloorFor[measure],
+        true,
+      );
     }
   }
 }

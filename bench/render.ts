@@ -2,6 +2,7 @@
  * The tables of one bench run (bench/results/latest.json) as Markdown: against the targets, the
  * in-process sign-in check, routes and floors per engine, cold start, growth, and the run's notes.
  */
+import { GUARDED_FLOOR_CHANGE } from "./floor-way.ts";
 import { show, table } from "./markdown.ts";
 import type { BenchResults, Spread } from "./results-types.ts";
 import { TARGETS } from "./targets.ts";
@@ -61,6 +62,47 @@ function targetLines(results: BenchResults): string[] {
   return lines;
 }
 
+/** Each route against its floor without the guard (before) and behind it (now), side by side. */
+function floorChangeLines(results: BenchResults): string[] {
+  const { meta, summary } = results;
+  const rows: string[][] = [];
+  for (const engine of meta.engines) {
+    for (const target of TARGETS) {
+      const id = `${engine.name}/${target.route}`;
+      const now = summary.rows.find((r) => r.id === id);
+      const before = summary.rows.find((r) => r.id === `${id}-vs-direct-floor`);
+      if (!now || !before) continue;
+      rows.push([
+        engine.name,
+        target.label,
+        show(before.ratioAt1, 2, "×"),
+        show(now.ratioAt1, 2, "×"),
+        show(before.ratio, 2, "×"),
+        show(now.ratio, 2, "×"),
+      ]);
+    }
+  }
+  if (rows.length === 0) return [];
+  const c = meta.concurrency;
+  return [
+    "",
+    GUARDED_FLOOR_CHANGE,
+    "",
+    table(
+      [
+        "engine",
+        "route",
+        "ratio at 1, floor without the guard (before)",
+        "ratio at 1, floor behind it (now)",
+        `ratio at ${c}, before`,
+        `ratio at ${c}, now`,
+      ],
+      rows,
+      [false, false, true, true, true, true],
+    ),
+  ];
+}
+
 /** The generated tables of one bench run, their headings at `headingLevel`. */
 export function render(results: BenchResults, headingLevel = 2): string {
   const { meta, summary, notes } = results;
@@ -88,6 +130,7 @@ export function render(results: BenchResults, headingLevel = 2): string {
     "Each route's median ratio to its floor (bench/targets.ts); PGlite is reported, not targeted.",
     "",
     ...targetLines(results),
+    ...floorChangeLines(results),
     "",
     `${h} Sign-in check, in process`,
     "",

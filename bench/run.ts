@@ -11,7 +11,9 @@
  * /api/secrets (seven stored secrets: there are seven types), PUT, and reveal of all seven. Beside
  * them, in the same run, their floors: a bare Deno.serve handler doing the one indexed query each
  * route needs (a read of the creator's rows, a read of its ciphertexts, one upsert) through the
- * same driver (bench/bare-server.ts, checked the same way), each measured right after its route
+ * same driver (bench/bare-server.ts, checked the same way), reached the way its route is (behind
+ * the local server's connection guard on the local engines, with the floor without it measured
+ * beside it: bench/floor-way.ts), each measured right after its route
  * where both processes can run at once (PostgreSQL; PGlite allows one process per data
  * directory, so there all routes run first, then all floors), and in-process bare secp256k1
  * recovery of one signature (viem) beside the peers' sign-in checks (the `siwe` package, viem's
@@ -30,7 +32,13 @@
  * BENCH_OUT (bench/results/latest.json).
  */
 import { coldStarts, copyDir } from "./cold-start.ts";
-import { type BenchEngine, ENGINES, postgresAdmin, startChecked } from "./engines.ts";
+import {
+  type BenchEngine,
+  ENGINES,
+  postgresAdmin,
+  startChecked,
+  startCheckedFloor,
+} from "./engines.ts";
 import {
   ALSO_AGAINST,
   type Floor,
@@ -40,10 +48,11 @@ import {
   measureFloor,
   pushEngineRows,
 } from "./floors.ts";
+import type { FloorWay } from "./floor-way.ts";
 import { growthRun } from "./growth.ts";
 import { commit, machine } from "./machine.ts";
 import { inProcess } from "./peers.ts";
-import { assertStorage, serverEnv, type ServerProcess } from "./processes.ts";
+import { serverEnv, type ServerProcess } from "./processes.ts";
 import { proofPool, routes, workerSessions } from "./routes.ts";
 import {
   CONCURRENCY,
@@ -85,6 +94,8 @@ async function benchEngine(
     const route: Record<string, Measured[]> = {};
     const floorFor: Record<string, Measured[]> = {};
     const alsoFloorFor: Record<string, Measured[]> = {};
+    const [way, besideWay] = engine.floorWays;
+    const besideFloorFor: Record<string, Measured[]> | null = besideWay === undefined ? null : {};
     // wallet-proof's in-process recovery, timed right after it in each phase.
     const recoveryAt: number[] = [];
     const measureRoute = async (measure: string, phase: typeof phases[number]) => {
@@ -109,11 +120,16 @@ async function benchEngine(
     // Concurrency 1 first, on a database not yet churned by the loaded runs (autovacuum and
     // checkpoints after them were measurably slowing the unqueued latencies).
     if (!engine.exclusive) {
-      // Each route, then its floor right after it: a busy moment of a shared machine hits both,
+      // Each route, then its floors right after it: a busy moment of a shared machine hits both,
       // rather than the routes at one time and the floors a minute later.
-      const floor = await engine.startFloor(db, keys);
+      const floor = await startCheckedFloor(engine, db, keys, way);
+      const beside = besideWay === undefined
+        ? null
+        : await startCheckedFloor(engine, db, keys, besideWay).catch(async (error) => {
+          await floor.stop();
+          throw error;
+        });
       try {
-        await assertStorage(`the ${engine.name} floor`, floor.url, engine.storage, "/ready");
         for (const phase of phases) {
           for (const measure of measures) {
             (route[measure] ??= []).push(await measureRoute(measure, phase));
@@ -122,42 +138,62 @@ async function benchEngine(
             if (also !== undefined) {
               (alsoFloorFor[measure] ??= []).push(await floorNow(floor, also, phase));
             }
+            if (beside !== null && besideFloorFor !== null) {
+              (besideFloorFor[measure] ??= []).push(
+                await floorNow(beside, FLOOR_OF[measure], phase),
+              );
+            }
           }
         }
       } finally {
         await floor.stop();
+        await beside?.stop();
       }
     } else {
-      // One process at a time: every route, then every floor.
+      // One process at a time: every route, then every floor, one way after the other.
       for (const phase of phases) {
         for (const measure of measures) {
           (route[measure] ??= []).push(await measureRoute(measure, phase));
         }
       }
       await server.stop();
-      const floor = await engine.startFloor(db, keys);
-      const floors: Partial<Record<Floor, Measured[]>> = {};
-      try {
-        await assertStorage(`the ${engine.name} floor`, floor.url, engine.storage, "/ready");
-        for (const phase of phases) {
-          for (const key of Object.keys(FLOORS) as Floor[]) {
-            (floors[key] ??= []).push(await floorNow(floor, key, phase));
+      const everyFloor = async (floorWay: FloorWay) => {
+        const floor = await startCheckedFloor(engine, db, keys, floorWay);
+        const floors: Partial<Record<Floor, Measured[]>> = {};
+        try {
+          for (const phase of phases) {
+            for (const key of Object.keys(FLOORS) as Floor[]) {
+              (floors[key] ??= []).push(await floorNow(floor, key, phase));
+            }
           }
+        } finally {
+          await floor.stop();
         }
-      } finally {
-        await floor.stop();
-      }
+        return floors;
+      };
+      const floors = await everyFloor(way);
+      const besideFloors = besideWay === undefined ? null : await everyFloor(besideWay);
       for (const measure of measures) {
         floorFor[measure] = floors[FLOOR_OF[measure]]!;
         const also = ALSO_AGAINST[measure];
         if (also !== undefined) alsoFloorFor[measure] = floors[also]!;
+        if (besideFloors !== null && besideFloorFor !== null) {
+          besideFloorFor[measure] = besideFloors[FLOOR_OF[measure]]!;
+        }
       }
       // Cold-started functions each get a copy, taken while no process has the directory open.
       template = await copyDir(db.dataDir!, "wallet-vault-bench-template-");
       server = await startChecked(engine, db, keys);
     }
 
-    pushEngineRows(engine, measures, route, floorFor, alsoFloorFor, recoveryAt, result);
+    pushEngineRows(
+      engine,
+      measures,
+      route,
+      { floorFor, alsoFloorFor, besideFloorFor },
+      recoveryAt,
+      result,
+    );
     await coldStarts(engine, db, keys, server, template, result);
   } finally {
     await server.stop();
@@ -206,7 +242,7 @@ for (let run = 1; run <= RUNS; run++) {
 
 notes.push(
   "GET /api/secrets and reveal run with 7 stored secrets per creator: the spec has seven secret types, so 7 is the most a creator can store. An answer counts only if it did what the row's label says (GET lists 7, reveal returns 7 values, sign-in issues a session, PUT names the type it saved); anything else is an error.",
-  "Each route's floor is the bare server doing the one query the route cannot do without, through the same driver: GET /api/secrets the creator's rows, reveal the creator's ciphertexts, PUT and the nonce one upsert; wallet-proof's is one signature recovery (viem, in-process p50, timed right after the route) plus that write, at the same concurrency. On PostgreSQL each floor is measured right after its route (the floor rows: next to GET, reveal and PUT); on PGlite, which allows one process per data directory, after all the routes.",
+  "Each route's floor is the bare server doing the one query the route cannot do without, through the same driver: GET /api/secrets the creator's rows, reveal the creator's ciphertexts, PUT and the nonce one upsert; wallet-proof's is one signature recovery (viem, in-process p50, timed right after the route) plus that write, at the same concurrency. It is reached the way its route is: on the local engines through the local server's connection guard (the floor without it, the yardstick until 2026-11-25, is measured beside it and reported as 'without the connection guard'), on the deployed shape directly, through the same pooler. On PostgreSQL each floor is measured right after its route (the floor rows: next to GET, reveal and PUT); on PGlite, which allows one process per data directory, after all the routes.",
   "Every server, floor and function process gets exactly its engine's environment (only PATH, HOME and Deno's own variables are inherited), and the bench checks the storage each reports before measuring it.",
   "'at 1' columns: the same route at concurrency 1 (unqueued latency) against the floor at concurrency 1; the main columns run at the fixed concurrency, where a two-core machine queues CPU work and p50 tracks throughput.",
   "server CPU µs/req: CPU time (user + system) of the server process per request at the fixed concurrency, from /proc; it moves much less than latency when other work shares the machine.",

@@ -13,10 +13,17 @@
  * ("1,10,100,1000"), SCHEDULE_REPEATS (2), SCHEDULE_MEASURES ("list,put,reveal"; nonce too),
  * SCHEDULE_OUT (bench/results/schedule-<engine>.json). Writes that file and prints a table.
  */
-import { type BenchEngine, ENGINES, postgresAdmin, startChecked } from "./engines.ts";
+import {
+  type BenchEngine,
+  ENGINES,
+  postgresAdmin,
+  startChecked,
+  startCheckedFloor,
+} from "./engines.ts";
 import { FLOOR_OF, floorOk, FLOORS } from "./floors.ts";
+import { wayLabel } from "./floor-way.ts";
 import { commit, machine } from "./machine.ts";
-import { assertStorage, serverEnv } from "./processes.ts";
+import { serverEnv } from "./processes.ts";
 import { ROUTE_LABELS, ROUTE_OK, routeRequests, workerSessions } from "./routes.ts";
 import { integerKnob, integerListKnob } from "./knobs.ts";
 import { log } from "./settings.ts";
@@ -79,10 +86,11 @@ const p50 = (samples: number[]) => percentile([...samples].sort((a, b) => a - b)
 const db = await engine.createDatabase();
 const keys = serverEnv();
 const server = await startChecked(engine, db, keys);
-const floor = await engine.startFloor(db, keys);
+// The floor the bench holds the route to: reached the way the engine's server is.
+const [way] = engine.floorWays;
+const floor = await startCheckedFloor(engine, db, keys, way);
 const rows: ScheduleRow[] = [];
 try {
-  await assertStorage(`the ${engine.name} floor`, floor.url, engine.storage, "/ready");
   const [session] = await workerSessions(server, 1);
   // The write floor puts random bytes where ciphertexts were: its creator is not reveal's.
   const [floorSession] = await workerSessions(server, 1);
@@ -138,9 +146,11 @@ console.log(`\n| route | floor | block | route p50 ms | floor p50 ms | ratio |`)
 console.log(`| --- | --- | ---: | ---: | ---: | ---: |`);
 for (const row of rows) {
   console.log(
-    `| ${ROUTE_LABELS[row.measure]} | ${FLOORS[FLOOR_OF[row.measure]].label} | ${row.block} | ${
-      row.routeP50Ms.toFixed(3)
-    } | ${row.floorP50Ms.toFixed(3)} | ${row.ratio.toFixed(2)}× |`,
+    `| ${ROUTE_LABELS[row.measure]} | ${FLOORS[FLOOR_OF[row.measure]].label}${
+      wayLabel(way)
+    } | ${row.block} | ${row.routeP50Ms.toFixed(3)} | ${row.floorP50Ms.toFixed(3)} | ${
+      row.ratio.toFixed(2)
+    }× |`,
   );
 }
 const out = Deno.env.get("SCHEDULE_OUT") ??
