@@ -195,6 +195,9 @@ export async function startChecked(
   return server;
 }
 
+/** A floor server, and how it is reached. */
+export type FloorProcess = ServerProcess & { readonly way: FloorWay };
+
 /**
  * The engine's floor server reached `way`, checked to run on the engine's storage and to be
  * reached that way (as its /ready reports) before anything is measured against it.
@@ -204,7 +207,7 @@ export async function startCheckedFloor(
   db: BenchDatabase,
   keys: Record<string, string>,
   way: FloorWay,
-): Promise<ServerProcess> {
+): Promise<FloorProcess> {
   const floor = await engine.startFloor(db, keys, way);
   try {
     const what = `the ${engine.name} floor${wayLabel(way)}`;
@@ -217,5 +220,5 @@ export async function startCheckedFloor(
     await floor.stop();
     throw error;
   }
-  return floor;
+  return { ...floor, way };
 }

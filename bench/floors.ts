@@ -3,7 +3,7 @@
  * without, measured beside its route; and the rows that set each route against its floor.
  */
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
-import type { BenchEngine } from "./engines.ts";
+import type { BenchEngine, FloorProcess } from "./engines.ts";
 import { besideLabel, wayLabel } from "./floor-way.ts";
 import { runLoad } from "./http-load.ts";
 import type { ServerProcess } from "./processes.ts";
@@ -72,7 +72,7 @@ export interface Measured {
 /** One floor at one concurrency against the bare server, with its CPU per request. */
 export async function measureFloor(
   engine: BenchEngine,
-  bare: ServerProcess,
+  bare: FloorProcess,
   sessions: Session[],
   floor: Floor,
   concurrency: number,
@@ -91,9 +91,9 @@ export async function measureFloor(
   });
   const cpuAfter = await serverCpuMs(bare);
   log(
-    `${engine.name} ${FLOORS[floor].label} at ${concurrency}: p50 ${result.p50Ms.toFixed(2)} ms, ${
-      result.rps.toFixed(0)
-    } req/s`,
+    `${engine.name} ${FLOORS[floor].label} (${bare.way}) at ${concurrency}: p50 ${
+      result.p50Ms.toFixed(2)
+    } ms, ${result.rps.toFixed(0)} req/s`,
   );
   return {
     result,

@@ -35,6 +35,7 @@ import { coldStarts, copyDir } from "./cold-start.ts";
 import {
   type BenchEngine,
   ENGINES,
+  type FloorProcess,
   postgresAdmin,
   startChecked,
   startCheckedFloor,
@@ -115,10 +116,14 @@ async function benchEngine(
       );
       return { result: results[measure], cpuUsPerRequest: cpu[measure] };
     };
-    const floorNow = (floor: ServerProcess, key: Floor, phase: typeof phases[number]) =>
+    const floorNow = (floor: FloorProcess, key: Floor, phase: typeof phases[number]) =>
       measureFloor(engine, floor, floorSessions, key, phase.concurrency, phase.durationMs);
     // Concurrency 1 first, on a database not yet churned by the loaded runs (autovacuum and
     // checkpoints after them were measurably slowing the unqueued latencies).
+    // The two ways take turns going first from run to run: a floor measured right after its
+    // route inherits what the route left behind (WAL to flush, a busier cache), and neither way
+    // should have that in every run.
+    const besideFirst = result.run % 2 === 0;
     if (!engine.exclusive) {
       // Each route, then its floors right after it: a busy moment of a shared machine hits both,
       // rather than the routes at one time and the floors a minute later.
@@ -133,16 +138,21 @@ async function benchEngine(
         for (const phase of phases) {
           for (const measure of measures) {
             (route[measure] ??= []).push(await measureRoute(measure, phase));
-            (floorFor[measure] ??= []).push(await floorNow(floor, FLOOR_OF[measure], phase));
-            const also = ALSO_AGAINST[measure];
-            if (also !== undefined) {
-              (alsoFloorFor[measure] ??= []).push(await floorNow(floor, also, phase));
-            }
-            if (beside !== null && besideFloorFor !== null) {
+            const own = async () => {
+              (floorFor[measure] ??= []).push(await floorNow(floor, FLOOR_OF[measure], phase));
+              const also = ALSO_AGAINST[measure];
+              if (also !== undefined) {
+                (alsoFloorFor[measure] ??= []).push(await floorNow(floor, also, phase));
+              }
+            };
+            const other = async () => {
+              if (beside === null || besideFloorFor === null) return;
               (besideFloorFor[measure] ??= []).push(
                 await floorNow(beside, FLOOR_OF[measure], phase),
               );
-            }
+            };
+            if (besideFirst) await other().then(own);
+            else await own().then(other);
           }
         }
       } finally {
@@ -171,8 +181,10 @@ async function benchEngine(
         }
         return floors;
       };
+      const besideNow = () => besideWay === undefined ? null : everyFloor(besideWay);
+      const earlyBeside = besideFirst ? await besideNow() : null;
       const floors = await everyFloor(way);
-      const besideFloors = besideWay === undefined ? null : await everyFloor(besideWay);
+      const besideFloors = besideFirst ? earlyBeside : await besideNow();
       for (const measure of measures) {
         floorFor[measure] = floors[FLOOR_OF[measure]]!;
         const also = ALSO_AGAINST[measure];
@@ -242,7 +254,7 @@ for (let run = 1; run <= RUNS; run++) {
 
 notes.push(
   "GET /api/secrets and reveal run with 7 stored secrets per creator: the spec has seven secret types, so 7 is the most a creator can store. An answer counts only if it did what the row's label says (GET lists 7, reveal returns 7 values, sign-in issues a session, PUT names the type it saved); anything else is an error.",
-  "Each route's floor is the bare server doing the one query the route cannot do without, through the same driver: GET /api/secrets the creator's rows, reveal the creator's ciphertexts, PUT and the nonce one upsert; wallet-proof's is one signature recovery (viem, in-process p50, timed right after the route) plus that write, at the same concurrency. It is reached the way its route is: on the local engines through the local server's connection guard (the floor without it, the yardstick until 2026-11-25, is measured beside it and reported as 'without the connection guard'), on the deployed shape directly, through the same pooler. On PostgreSQL each floor is measured right after its route (the floor rows: next to GET, reveal and PUT); on PGlite, which allows one process per data directory, after all the routes.",
+  "Each route's floor is the bare server doing the one query the route cannot do without, through the same driver: GET /api/secrets the creator's rows, reveal the creator's ciphertexts, PUT and the nonce one upsert; wallet-proof's is one signature recovery (viem, in-process p50, timed right after the route) plus that write, at the same concurrency. It is reached the way its route is: on the local engines through the local server's connection guard (the floor without it, the yardstick until 2026-11-25, is measured beside it, the two taking turns going first from run to run, and reported as 'without the connection guard'), on the deployed shape directly, through the same pooler. On PostgreSQL each floor is measured right after its route (the floor rows: next to GET, reveal and PUT); on PGlite, which allows one process per data directory, after all the routes.",
   "Every server, floor and function process gets exactly its engine's environment (only PATH, HOME and Deno's own variables are inherited), and the bench checks the storage each reports before measuring it.",
   "'at 1' columns: the same route at concurrency 1 (unqueued latency) against the floor at concurrency 1; the main columns run at the fixed concurrency, where a two-core machine queues CPU work and p50 tracks throughput.",
   "server CPU µs/req: CPU time (user + system) of the server process per request at the fixed concurrency, from /proc; it moves much less than latency when other work shares the machine.",
