@@ -22,7 +22,7 @@ function targetLines(results: BenchResults): string[] {
         if (row.errors > 0) return "**no** (errors)";
         if (ratio.median <= limit) return "yes";
         const where = which === "at1" ? "at concurrency 1" : `at concurrency ${meta.concurrency}`;
-        const cause = target.cause?.[which];
+        const cause = target.causes?.[engine.name]?.[which];
         misses.push(
           `- ${engine.name}, ${target.label} ${where}: ${ratio.median.toFixed(2)}× > ${limit}×. ${
             cause ?? "No cause recorded in bench/targets.ts yet."
