@@ -10,8 +10,8 @@ import { type BenchEngine, ENGINES, startCheckedFloor } from "../bench/engines.t
 import { floorWay, GUARDED_FLOOR_CHANGE } from "../bench/floor-way.ts";
 import { serverEnv } from "../bench/processes.ts";
 import { render } from "../bench/render.ts";
-import type { BenchResults, Spread } from "../bench/results-types.ts";
 import { createDatabase } from "../bench/support.ts";
+import { benchResults, listRow, spread } from "./support/bench-results.ts";
 
 const HEAD_TIMEOUT_MS = 300;
 
@@ -81,72 +81,22 @@ Deno.test("BENCH_FLOOR_WAY is guarded or direct (unset: direct), and anything el
   assert.throws(() => floorWay("Guarded"), /BENCH_FLOOR_WAY must be "guarded" or "direct"/);
 });
 
-const s = (median: number, min = median, max = median): Spread => ({ median, min, max });
-
-function listRow(id: string, baseline: string, ratioAt1: Spread, ratio: Spread) {
-  return {
-    id,
-    engine: "postgres",
-    measure: "GET /api/secrets (token, 7 stored)",
-    concurrency: 8,
-    baseline,
-    runs: 3,
-    requests: 3000,
-    errors: 0,
-    p50Ms: s(2.7),
-    p99Ms: s(8),
-    rps: s(2600),
-    cpuUsPerRequest: s(333),
-    baselineP50Ms: s(1.27),
-    ratio,
-    p50At1Ms: s(0.61),
-    ratioAt1,
-  };
-}
-
-function results(rows: BenchResults["summary"]["rows"]): BenchResults {
-  return {
-    meta: {
-      date: "2026-01-02T03:04:05.000Z",
-      commit: "abc1234",
-      machine: {
-        cpuModel: "Test CPU",
-        cores: 2,
-        memoryGiB: 24,
-        os: "linux x86_64",
-        deno: "2.9.6",
-        v8: "15",
-        postgres: "15.20",
-        loadAverageAtStart: [0.5, 0.4, 0.3],
-        loadAverageAtEnd: [1, 0.8, 0.5],
-      },
-      runs: 3,
-      engines: [{ name: "postgres", storage: "postgres:public.user_secrets", targeted: true }],
-      concurrency: 8,
-      durationMs: 3000,
-      singleMs: 1500,
-      growth: [],
-      totalSeconds: 900,
-    },
-    summary: { rows, coldStart: [], growth: [] },
-    notes: [],
-  };
-}
+const s = spread;
 
 Deno.test("the tables set each route against its floor before the change and after it, with the reason", () => {
-  const now = listRow(
-    "postgres/list",
-    "bare read (the creator's rows), behind the connection guard",
-    s(1.41, 1.38, 1.47),
-    s(1.6),
-  );
-  const before = listRow(
-    "postgres/list-vs-direct-floor",
-    "bare read (the creator's rows), without the connection guard",
-    s(1.82, 1.73, 1.85),
-    s(1.73),
-  );
-  const text = render(results([now, before]));
+  const now = listRow({
+    id: "postgres/list",
+    baseline: "bare read (the creator's rows), behind the connection guard",
+    ratioAt1: s(1.41, 1.38, 1.47),
+    ratio: s(1.6),
+  });
+  const before = listRow({
+    id: "postgres/list-vs-direct-floor",
+    baseline: "bare read (the creator's rows), without the connection guard",
+    ratioAt1: s(1.82, 1.73, 1.85),
+    ratio: s(1.73),
+  });
+  const text = render(benchResults([now, before]));
   assert.ok(text.includes(GUARDED_FLOOR_CHANGE));
   assert.match(
     text,
@@ -158,5 +108,5 @@ Deno.test("the tables set each route against its floor before the change and aft
     /\| postgres \| GET \/api\/secrets \| 1\.5× \| 1\.41× \(1\.38–1\.47\) \| yes \|/,
   );
   // Without a floor measured the other way (the deployed shape), there is nothing to set beside.
-  assert.ok(!render(results([now])).includes(GUARDED_FLOOR_CHANGE));
+  assert.ok(!render(benchResults([now])).includes(GUARDED_FLOOR_CHANGE));
 });

@@ -20,6 +20,7 @@ import {
 } from "../bench/processes.ts";
 import { parsePositiveInteger, parsePositiveIntegers } from "../bench/knobs.ts";
 import { createDatabase } from "../bench/support.ts";
+import { benchResults, listRow, spread } from "./support/bench-results.ts";
 
 Deno.test("a bench child's environment holds Deno's basics and what it is given, nothing else of the parent's", () => {
   const saved = Deno.env.get("DATABASE_URL");
@@ -67,53 +68,17 @@ Deno.test({
   },
 });
 
-const s = (median: number, min = median, max = median): Spread => ({ median, min, max });
+const s = spread;
 
 function results(listRatioAt1: Spread, errors = 0): BenchResults {
-  const row = {
+  const row = listRow({
     id: "postgres/list",
-    engine: "postgres",
-    measure: "GET /api/secrets (token, 7 stored)",
-    concurrency: 8,
     baseline: "bare read (the creator's rows)",
-    runs: 3,
-    requests: 3000,
-    errors,
-    p50Ms: s(2.7, 2.5, 3.1),
-    p99Ms: s(8),
-    rps: s(2600),
-    cpuUsPerRequest: s(333),
-    baselineP50Ms: s(1.27),
     ratio: s(2.12, 1.9, 2.4),
-    p50At1Ms: s(0.61),
     ratioAt1: listRatioAt1,
-  };
-  return {
-    meta: {
-      date: "2026-01-02T03:04:05.000Z",
-      commit: "abc1234",
-      machine: {
-        cpuModel: "Test CPU",
-        cores: 2,
-        memoryGiB: 24,
-        os: "linux x86_64",
-        deno: "2.9.6",
-        v8: "15",
-        postgres: "15.20",
-        loadAverageAtStart: [0.5, 0.4, 0.3],
-        loadAverageAtEnd: [1, 0.8, 0.5],
-      },
-      runs: 3,
-      engines: [{ name: "postgres", storage: "postgres:public.user_secrets", targeted: true }],
-      concurrency: 8,
-      durationMs: 3000,
-      singleMs: 1500,
-      growth: [],
-      totalSeconds: 900,
-    },
-    summary: { rows: [row], coldStart: [], growth: [] },
-    notes: ["A note."],
-  };
+    errors,
+  });
+  return benchResults([row], ["A note."]);
 }
 
 Deno.test("the generated tables state the commit and machine, and each ratio as median (min–max)", () => {
