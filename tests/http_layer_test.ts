@@ -58,6 +58,18 @@ describeWithDatabase("the shared HTTP layer", {
     );
   },
 
+  async "a key named twice in one object is a 400 that does not repeat the key"(app) {
+    const response = await app.fetch(
+      "/api/auth/nonce",
+      jsonPost(
+        '{"address":"0x0000000000000000000000000000000000000001","sk-twice":1,"sk-twice":2}',
+      ),
+    );
+    const text = await response.clone().text();
+    await expectError(response, 400, "invalid_json");
+    assert.doesNotMatch(text, /sk-twice/);
+  },
+
   async "a body that is not JSON is a 415"(app) {
     await expectError(
       await app.fetch(

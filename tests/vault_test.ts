@@ -643,6 +643,15 @@ describeWithDatabase("secret vault", {
         "unsupported_media_type",
       ],
       ["broken JSON", { rawBody: '{"secretType":' }, 400, "invalid_json"],
+      [
+        "a key named twice (the last would win)",
+        {
+          rawBody:
+            '{"secretType":"provider_b_key","value":"sk-twice","secretType":"provider_c_key"}',
+        },
+        400,
+        "invalid_json",
+      ],
       ["no body", {}, 400, "invalid_request"],
       ["null", { body: null }, 400, "invalid_request"],
       ["an array", { body: [] }, 400, "invalid_request"],

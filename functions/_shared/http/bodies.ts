@@ -1,5 +1,6 @@
 /** Bounded request bodies: bytes counted as they arrive, JSON, and the bearer token. */
 import { ServiceError } from "./errors.ts";
+import { hasDuplicateKey } from "./json-keys.ts";
 
 export const MAX_BODY_BYTES = 16 * 1024;
 /** The wallet proof's body: a contract wallet's signature alone may be 16 KB (32 KB of hex). */
@@ -58,11 +59,19 @@ export async function readJson(request: Request, maxBytes = MAX_BODY_BYTES): Pro
       "Send the body as Content-Type: application/json.",
     );
   }
+  let text: string;
+  let body: unknown;
   try {
-    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+    body = JSON.parse(text);
   } catch {
     throw new ServiceError("invalid_json", "The body is not valid UTF-8 JSON.");
   }
+  // Not named: the key is the client's text (no error echoes it).
+  if (hasDuplicateKey(text)) {
+    throw new ServiceError("invalid_json", "The body names the same key twice in one object.");
+  }
+  return body;
 }
 
 /**
