@@ -25,6 +25,11 @@ export function besideLabel(way: FloorWay): string {
   return way === "guarded" ? wayLabel(way) : ", without the connection guard";
 }
 
+/** The id suffix of a route's row against its floor reached the other way (`postgres/list-vs-direct-floor`). */
+export function besideRowSuffix(way: FloorWay): string {
+  return `-vs-${way}-floor`;
+}
+
 /** Why the local engines' floors changed, printed above the ratios to the old and the new floor. */
 export const GUARDED_FLOOR_CHANGE =
-  "The local engines' floors changed on 2026-11-25: each now answers through the local server's connection guard, as its route does. Every local server must have the guard (issue 13 item 8: head and body deadlines, a connection cap), and a floor is the least a server meeting the same requirements can do, as the deployed floor goes through the same pooler as the functions. Before, the floor was a bare Deno.serve without it, and the guard's loopback hop counted as the service's overhead. Both floors are measured in every run, one right after the other; the route's ratio to each:";
+  "The local engines' floors changed on 2026-11-25: each now answers through the local server's connection guard, as its route does. Every local server must have the guard (issue 13 item 8: head and body deadlines, a connection cap), and a floor is the least a server meeting the same requirements can do, as the deployed floor goes through the same pooler as the functions. Before, the floor was a bare Deno.serve without it, and the guard's loopback hop counted as the service's overhead. Both floors are measured in every run, after each route, in halves placed A B … B A so that neither is always the nearest to the route; the route's ratio to each:";

@@ -4,9 +4,8 @@
  */
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 import type { BenchEngine, FloorProcess } from "./engines.ts";
-import { besideLabel, wayLabel } from "./floor-way.ts";
-import { runLoad } from "./http-load.ts";
-import type { ServerProcess } from "./processes.ts";
+import { besideLabel, besideRowSuffix, wayLabel } from "./floor-way.ts";
+import { mergeLoads, runLoad } from "./http-load.ts";
 import { ROUTE_LABELS, serverCpuMs } from "./routes.ts";
 import { CONCURRENCY, log, WARMUP_MS } from "./settings.ts";
 import type { RunResult } from "./summary.ts";
@@ -101,6 +100,49 @@ export async function measureFloor(
       ? null
       : ((cpuAfter - cpuBefore) * 1000) / result.requests,
   };
+}
+
+/** One floor measured in parts (measureFloorsAfter), as one measurement. */
+function mergeMeasured(parts: readonly Measured[]): Measured {
+  const result = mergeLoads(parts.map((part) => part.result));
+  const cpuKnown = parts.every((part) => part.cpuUsPerRequest !== null);
+  return {
+    result,
+    cpuUsPerRequest: cpuKnown
+      ? parts.reduce((sum, part) => sum + part.cpuUsPerRequest! * part.result.requests, 0) /
+        result.requests
+      : null,
+  };
+}
+
+/** A floor to measure after a route: its server, which query, and where its result goes. */
+export interface FloorToMeasure {
+  readonly server: FloorProcess;
+  readonly floor: Floor;
+  readonly into: Record<string, Measured[]>;
+}
+
+/**
+ * Measures `floors` right after the route `measure`, each in two halves of `durationMs / 2`
+ * placed symmetrically (A B … B A): a floor measured right after its route inherits what the
+ * route left behind (WAL to flush, a busier cache), and this way every floor sits, on average, as
+ * far from the route as every other, in every run. The halves are pooled into one measurement.
+ */
+export async function measureFloorsAfter(
+  engine: BenchEngine,
+  measure: string,
+  floors: readonly FloorToMeasure[],
+  sessions: Session[],
+  concurrency: number,
+  durationMs: number,
+): Promise<void> {
+  const halves = new Map<FloorToMeasure, Measured[]>(floors.map((floor) => [floor, []]));
+  for (const floor of [...floors, ...floors.toReversed()]) {
+    halves.get(floor)!.push(
+      await measureFloor(engine, floor.server, sessions, floor.floor, concurrency, durationMs / 2),
+    );
+  }
+  for (const [floor, parts] of halves) (floor.into[measure] ??= []).push(mergeMeasured(parts));
 }
 
 /** What every row of a measured pair (at 1, loaded) reports the same way. */
@@ -213,7 +255,7 @@ export function pushEngineRows(
     }
     if (besideFloorFor !== null && besideWay !== undefined) {
       against(
-        `${engine.name}/${measure}-vs-${besideWay}-floor`,
+        `${engine.name}/${measure}${besideRowSuffix(besideWay)}`,
         `${ROUTE_LABELS[measure]}, against its floor${besideLabel(besideWay)}`,
         floorLabel(besideLabel(besideWay)),
         besideFloorFor[measure],

@@ -30,6 +30,8 @@ export interface LoadResult {
   readonly meanMs: number;
   readonly rps: number;
   readonly seconds: number;
+  /** Every measured request's latency, sorted (to merge results: mergeLoads). */
+  readonly latencies: readonly number[];
 }
 
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {
@@ -88,6 +90,30 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     meanMs: latencies.reduce((sum, x) => sum + x, 0) / Math.max(1, latencies.length),
     rps: latencies.length / seconds,
     seconds,
+    latencies,
+  };
+}
+
+/** Measurements of the same thing taken in parts, as one: their requests pooled, their time added. */
+export function mergeLoads(parts: readonly LoadResult[]): LoadResult {
+  const latencies = parts.flatMap((part) => part.latencies).sort((a, b) => a - b);
+  const seconds = parts.reduce((sum, part) => sum + part.seconds, 0);
+  const statuses: Record<string, number> = {};
+  for (const part of parts) {
+    for (const [status, count] of Object.entries(part.statuses)) {
+      statuses[status] = (statuses[status] ?? 0) + count;
+    }
+  }
+  return {
+    requests: latencies.length,
+    errors: parts.reduce((sum, part) => sum + part.errors, 0),
+    statuses,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+    meanMs: latencies.reduce((sum, x) => sum + x, 0) / Math.max(1, latencies.length),
+    rps: latencies.length / seconds,
+    seconds,
+    latencies,
   };
 }
 

@@ -2,7 +2,7 @@
  * The tables of one bench run (bench/results/latest.json) as Markdown: against the targets, the
  * in-process sign-in check, routes and floors per engine, cold start, growth, and the run's notes.
  */
-import { GUARDED_FLOOR_CHANGE } from "./floor-way.ts";
+import { besideRowSuffix, GUARDED_FLOOR_CHANGE } from "./floor-way.ts";
 import { show, table } from "./markdown.ts";
 import type { BenchResults, Spread } from "./results-types.ts";
 import { TARGETS } from "./targets.ts";
@@ -70,7 +70,7 @@ function floorChangeLines(results: BenchResults): string[] {
     for (const target of TARGETS) {
       const id = `${engine.name}/${target.route}`;
       const now = summary.rows.find((r) => r.id === id);
-      const before = summary.rows.find((r) => r.id === `${id}-vs-direct-floor`);
+      const before = summary.rows.find((r) => r.id === `${id}${besideRowSuffix("direct")}`);
       if (!now || !before) continue;
       rows.push([
         engine.name,

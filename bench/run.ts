@@ -45,15 +45,17 @@ import {
   type Floor,
   FLOOR_OF,
   FLOORS,
+  type FloorToMeasure,
   type Measured,
   measureFloor,
+  measureFloorsAfter,
   pushEngineRows,
 } from "./floors.ts";
 import type { FloorWay } from "./floor-way.ts";
 import { growthRun } from "./growth.ts";
 import { commit, machine } from "./machine.ts";
 import { inProcess } from "./peers.ts";
-import { serverEnv, type ServerProcess } from "./processes.ts";
+import { serverEnv } from "./processes.ts";
 import { proofPool, routes, workerSessions } from "./routes.ts";
 import {
   CONCURRENCY,
@@ -120,10 +122,6 @@ async function benchEngine(
       measureFloor(engine, floor, floorSessions, key, phase.concurrency, phase.durationMs);
     // Concurrency 1 first, on a database not yet churned by the loaded runs (autovacuum and
     // checkpoints after them were measurably slowing the unqueued latencies).
-    // The two ways take turns going first from run to run: a floor measured right after its
-    // route inherits what the route left behind (WAL to flush, a busier cache), and neither way
-    // should have that in every run.
-    const besideFirst = result.run % 2 === 0;
     if (!engine.exclusive) {
       // Each route, then its floors right after it: a busy moment of a shared machine hits both,
       // rather than the routes at one time and the floors a minute later.
@@ -138,41 +136,42 @@ async function benchEngine(
         for (const phase of phases) {
           for (const measure of measures) {
             (route[measure] ??= []).push(await measureRoute(measure, phase));
-            const own = async () => {
-              (floorFor[measure] ??= []).push(await floorNow(floor, FLOOR_OF[measure], phase));
-              const also = ALSO_AGAINST[measure];
-              if (also !== undefined) {
-                (alsoFloorFor[measure] ??= []).push(await floorNow(floor, also, phase));
-              }
-            };
-            const other = async () => {
-              if (beside === null || besideFloorFor === null) return;
-              (besideFloorFor[measure] ??= []).push(
-                await floorNow(beside, FLOOR_OF[measure], phase),
-              );
-            };
-            if (besideFirst) await other().then(own);
-            else await own().then(other);
+            const also = ALSO_AGAINST[measure];
+            const floors: FloorToMeasure[] = [
+              { server: floor, floor: FLOOR_OF[measure], into: floorFor },
+              ...(also === undefined ? [] : [{ server: floor, floor: also, into: alsoFloorFor }]),
+              ...(beside === null || besideFloorFor === null
+                ? []
+                : [{ server: beside, floor: FLOOR_OF[measure], into: besideFloorFor }]),
+            ];
+            await measureFloorsAfter(
+              engine,
+              measure,
+              floors,
+              floorSessions,
+              phase.concurrency,
+              phase.durationMs,
+            );
           }
         }
       } finally {
-        await floor.stop();
-        await beside?.stop();
+        await Promise.allSettled([floor.stop(), beside?.stop()]);
       }
     } else {
-      // One process at a time: every route, then every floor, one way after the other.
+      // One process at a time: every route, then every floor, one way after the other (the way
+      // that goes first taking turns from run to run).
       for (const phase of phases) {
         for (const measure of measures) {
           (route[measure] ??= []).push(await measureRoute(measure, phase));
         }
       }
       await server.stop();
-      const everyFloor = async (floorWay: FloorWay) => {
+      const everyFloor = async (floorWay: FloorWay, floorKeys: readonly Floor[]) => {
         const floor = await startCheckedFloor(engine, db, keys, floorWay);
         const floors: Partial<Record<Floor, Measured[]>> = {};
         try {
           for (const phase of phases) {
-            for (const key of Object.keys(FLOORS) as Floor[]) {
+            for (const key of floorKeys) {
               (floors[key] ??= []).push(await floorNow(floor, key, phase));
             }
           }
@@ -181,9 +180,12 @@ async function benchEngine(
         }
         return floors;
       };
-      const besideNow = () => besideWay === undefined ? null : everyFloor(besideWay);
+      // The other way is measured only for the floors its rows use (not the plain read).
+      const besideKeys = [...new Set(measures.map((measure) => FLOOR_OF[measure]))];
+      const besideNow = () => besideWay === undefined ? null : everyFloor(besideWay, besideKeys);
+      const besideFirst = result.run % 2 === 0;
       const earlyBeside = besideFirst ? await besideNow() : null;
-      const floors = await everyFloor(way);
+      const floors = await everyFloor(way, Object.keys(FLOORS) as Floor[]);
       const besideFloors = besideFirst ? earlyBeside : await besideNow();
       for (const measure of measures) {
         floorFor[measure] = floors[FLOOR_OF[measure]]!;
@@ -254,7 +256,7 @@ for (let run = 1; run <= RUNS; run++) {
 
 notes.push(
   "GET /api/secrets and reveal run with 7 stored secrets per creator: the spec has seven secret types, so 7 is the most a creator can store. An answer counts only if it did what the row's label says (GET lists 7, reveal returns 7 values, sign-in issues a session, PUT names the type it saved); anything else is an error.",
-  "Each route's floor is the bare server doing the one query the route cannot do without, through the same driver: GET /api/secrets the creator's rows, reveal the creator's ciphertexts, PUT and the nonce one upsert; wallet-proof's is one signature recovery (viem, in-process p50, timed right after the route) plus that write, at the same concurrency. It is reached the way its route is: on the local engines through the local server's connection guard (the floor without it, the yardstick until 2026-11-25, is measured beside it, the two taking turns going first from run to run, and reported as 'without the connection guard'), on the deployed shape directly, through the same pooler. On PostgreSQL each floor is measured right after its route (the floor rows: next to GET, reveal and PUT); on PGlite, which allows one process per data directory, after all the routes.",
+  "Each route's floor is the bare server doing the one query the route cannot do without, through the same driver: GET /api/secrets the creator's rows, reveal the creator's ciphertexts, PUT and the nonce one upsert; wallet-proof's is one signature recovery (viem, in-process p50, timed right after the route) plus that write, at the same concurrency. It is reached the way its route is: on the local engines through the local server's connection guard (the floor without it, the yardstick until 2026-11-25, is measured beside it and reported as 'without the connection guard'; on PostgreSQL the floors after a route are measured in halves placed A B … B A, so that none is always the nearest to the route), on the deployed shape directly, through the same pooler. On PostgreSQL each floor is measured right after its route (the floor rows: next to GET, reveal and PUT); on PGlite, which allows one process per data directory, after all the routes.",
   "Every server, floor and function process gets exactly its engine's environment (only PATH, HOME and Deno's own variables are inherited), and the bench checks the storage each reports before measuring it.",
   "'at 1' columns: the same route at concurrency 1 (unqueued latency) against the floor at concurrency 1; the main columns run at the fixed concurrency, where a two-core machine queues CPU work and p50 tracks throughput.",
   "server CPU µs/req: CPU time (user + system) of the server process per request at the fixed concurrency, from /proc; it moves much less than latency when other work shares the machine.",

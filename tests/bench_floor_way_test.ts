@@ -8,6 +8,9 @@
 import assert from "node:assert/strict";
 import { type BenchEngine, ENGINES, startCheckedFloor } from "../bench/engines.ts";
 import { floorWay, GUARDED_FLOOR_CHANGE } from "../bench/floor-way.ts";
+import { type Measured, measureFloorsAfter, pushEngineRows } from "../bench/floors.ts";
+import { type LoadResult, mergeLoads } from "../bench/http-load.ts";
+import { type RunResult, summarize } from "../bench/summary.ts";
 import { serverEnv } from "../bench/processes.ts";
 import { render } from "../bench/render.ts";
 import { createDatabase } from "../bench/support.ts";
@@ -109,4 +112,170 @@ Deno.test("the tables set each route against its floor before the change and aft
   );
   // Without a floor measured the other way (the deployed shape), there is nothing to set beside.
   assert.ok(!render(benchResults([now])).includes(GUARDED_FLOOR_CHANGE));
+});
+
+/** A measurement whose p50 is `p50Ms` (one request per millisecond given). */
+function measured(p50Ms: number): Measured {
+  const result: LoadResult = {
+    requests: 100,
+    errors: 0,
+    statuses: { "200": 100 },
+    p50Ms,
+    p99Ms: p50Ms * 2,
+    meanMs: p50Ms,
+    rps: 1000 / p50Ms,
+    seconds: p50Ms / 10,
+    latencies: [],
+  };
+  return { result, cpuUsPerRequest: 100 };
+}
+
+/** [at 1, loaded]. */
+const pair = (at1: number, loaded: number) => [measured(at1), measured(loaded)];
+
+Deno.test("each route's row is against its floor reached its own way, and its -vs-direct-floor row against the other", () => {
+  const postgres = ENGINES.find((engine) => engine.name === "postgres")!;
+  const result: RunResult = { run: 1, rows: [], coldStart: [], growth: [] };
+  pushEngineRows(
+    postgres,
+    ["list", "put", "reveal"],
+    { list: pair(2, 4), put: pair(3, 6), reveal: pair(4, 8) },
+    {
+      floorFor: { list: pair(1, 2), put: pair(1.5, 3), reveal: pair(2, 4) },
+      alsoFloorFor: { reveal: pair(1, 2) },
+      besideFloorFor: { list: pair(0.5, 1), put: pair(1, 2), reveal: pair(1, 2) },
+    },
+    [0, 0],
+    result,
+  );
+  const row = (id: string) => {
+    const found = result.rows.find((r) => r.id === id);
+    assert.ok(found, `${id} in ${result.rows.map((r) => r.id).join(", ")}`);
+    return found;
+  };
+  const list = row("postgres/list");
+  assert.equal(list.baseline, "bare read (the creator's rows), behind the connection guard");
+  assert.deepEqual([list.ratioAt1, list.ratio], [2, 2]);
+  const listBefore = row("postgres/list-vs-direct-floor");
+  assert.equal(listBefore.baseline, "bare read (the creator's rows), without the connection guard");
+  assert.deepEqual([listBefore.ratioAt1, listBefore.ratio], [4, 4]);
+  assert.deepEqual([row("postgres/put").ratioAt1, row("postgres/put-vs-direct-floor").ratioAt1], [
+    2,
+    3,
+  ]);
+  assert.deepEqual(
+    [row("postgres/reveal").ratioAt1, row("postgres/reveal-vs-ciphertext-read").ratioAt1],
+    [2, 4],
+  );
+  assert.equal(row("postgres/reveal-vs-direct-floor").ratioAt1, 4);
+  assert.equal(row("postgres/floor:read").p50Ms, 2);
+  assert.equal(row("postgres/floor:read:direct").p50Ms, 1);
+  assert.match(row("postgres/floor:write:direct").measure, /without the connection guard$/);
+  // The plain read is measured one way only.
+  assert.ok(!result.rows.some((r) => r.id === "postgres/floor:ciphertext read:direct"));
+
+  // And the report sets the two side by side from exactly these rows.
+  const text = render(benchResults(summarize([result]).rows));
+  assert.match(
+    text,
+    /\| postgres \| GET \/api\/secrets \| 4\.00× \| 2\.00× \| 4\.00× \| 2\.00× \|/,
+  );
+  assert.match(
+    text,
+    /\| postgres \| PUT \/api\/secrets \| 3\.00× \| 2\.00× \| 3\.00× \| 2\.00× \|/,
+  );
+});
+
+Deno.test("a deployed route has no floor reached another way, and no row against one", () => {
+  const deployed = ENGINES.find((engine) => engine.name === "deployed")!;
+  const result: RunResult = { run: 1, rows: [], coldStart: [], growth: [] };
+  pushEngineRows(
+    deployed,
+    ["list", "put", "reveal"],
+    { list: pair(2, 4), put: pair(3, 6), reveal: pair(4, 8) },
+    {
+      floorFor: { list: pair(1, 2), put: pair(1.5, 3), reveal: pair(2, 4) },
+      alsoFloorFor: { reveal: pair(1, 2) },
+      besideFloorFor: null,
+    },
+    [0, 0],
+    result,
+  );
+  assert.equal(
+    result.rows.find((r) => r.id === "deployed/list")?.baseline,
+    "bare read (the creator's rows)",
+  );
+  assert.deepEqual(result.rows.filter((r) => /direct/.test(r.id)), []);
+});
+
+Deno.test("a floor measured in parts is one measurement of all their requests", () => {
+  const part = (latencies: number[], seconds: number, errors = 0): LoadResult => ({
+    requests: latencies.length,
+    errors,
+    statuses: { "200": latencies.length - errors, ...(errors ? { "500": errors } : {}) },
+    p50Ms: 0,
+    p99Ms: 0,
+    meanMs: 0,
+    rps: 0,
+    seconds,
+    latencies,
+  });
+  const merged = mergeLoads([part([1, 2, 9], 1), part([3, 4], 1, 1)]);
+  assert.equal(merged.requests, 5);
+  assert.equal(merged.errors, 1);
+  assert.deepEqual(merged.statuses, { "200": 4, "500": 1 });
+  assert.deepEqual(merged.latencies, [1, 2, 3, 4, 9]);
+  assert.equal(merged.p50Ms, 3);
+  assert.equal(merged.rps, 2.5);
+});
+
+Deno.test({
+  name: "the floors after a route are measured in halves, A B … B A, so none is always the nearest",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    // Two stand-in floor servers that answer as the bare server does and log what they were sent.
+    const sent: string[] = [];
+    const stub = (name: string) =>
+      Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
+        const path = new URL(request.url).pathname;
+        if (sent.at(-1) !== `${name}${path}`) sent.push(`${name}${path}`);
+        return Response.json({ secrets: new Array(7).fill({}) });
+      });
+    await using guarded = stub("guarded");
+    await using direct = stub("direct");
+    const floorServer = (server: Deno.HttpServer<Deno.NetAddr>, way: "guarded" | "direct") => ({
+      url: `http://127.0.0.1:${server.addr.port}`,
+      env: {},
+      pid: Deno.pid,
+      way,
+      stop: () => Promise.resolve(),
+    });
+    const into: Record<string, Measured[]> = {};
+    const also: Record<string, Measured[]> = {};
+    const beside: Record<string, Measured[]> = {};
+    await measureFloorsAfter(
+      ENGINES[0],
+      "reveal",
+      [
+        { server: floorServer(guarded, "guarded"), floor: "audited read", into },
+        { server: floorServer(guarded, "guarded"), floor: "ciphertext read", into: also },
+        { server: floorServer(direct, "direct"), floor: "audited read", into: beside },
+      ],
+      [{ userId: crypto.randomUUID() } as never],
+      1,
+      60,
+    );
+    assert.deepEqual(sent, [
+      "guarded/reveal-audited",
+      "guarded/reveal",
+      "direct/reveal-audited",
+      "guarded/reveal",
+      "guarded/reveal-audited",
+    ]);
+    for (const measurements of [into, also, beside]) {
+      assert.equal(measurements.reveal.length, 1);
+      assert.ok(measurements.reveal[0].result.requests > 0);
+    }
+  },
 });

@@ -196,6 +196,7 @@ Deno.test({
       assert.equal(run.code, 0, run.stderr.slice(-2000));
       const { meta, rows } = JSON.parse(await Deno.readTextFile(out));
       assert.equal(meta.engine, "postgres");
+      assert.equal(meta.floorWay, "guarded");
       assert.deepEqual(
         rows.map((row: { measure: string; block: number }) => `${row.measure}/${row.block}`),
         ["list/1", "list/3", "reveal/1", "reveal/3"],
