@@ -26,15 +26,15 @@ export interface Target {
 // Causes are written after a run, from what that run, deno task bench:profile (in-process, µs per
 // call), bench:schedule (ratios at 1 by measuring schedule) and pgbench (server time per statement)
 // measured; a target the latest run missed without one is reported as such. The ratios printed
-// beside them are the latest run's (cb0bec2, an AMD EPYC VM, 2026-11-25); the figures the causes
+// beside them are the latest run's (b7eb5f9, an AMD EPYC VM, 2026-11-25); the figures the causes
 // cite name the run or VM they were measured on.
 const SLOW_VM =
-  "This run's VM spent about twice the server CPU of the Intel run of 2b78a31 on the same code (the bare read's floor 274 us a request against 139 us, GET 499 us against 234 us) and its floors at 1 spread widely over the three runs, so the ratios did too.";
+  "This run's VM spent about twice the server CPU of the Intel run of 2b78a31 on the same code (the bare read's floor without the guard 252 us a request against 139 us, GET 533 us against 234 us), and its figures spread widely over the three runs.";
 const GUARDED =
   "Since 2026-11-25 the local floors go through the same connection guard as the route (docs/performance.md, Yardstick changes), so the guard is no longer part of the gap; the ratio against the floor without it is printed beside.";
 /** bench:schedule of 99f8d22 (bench/results/schedule-postgres.json; docs/performance.md). */
 const SCHEDULE =
-  "How long the floor runs uninterrupted moves this ratio most: bench:schedule (99f8d22), the same code with route and floor taking turns in blocks of B requests (the bench's blocks are about 1,000)";
+  "How long the floor runs uninterrupted moves this ratio most: bench:schedule of 99f8d22 (floors without the guard), the same code with route and floor taking turns in blocks of B requests (the bench's blocks are about 1,000)";
 
 export const TARGETS: readonly Target[] = [
   { route: "wallet-proof", label: "POST /api/auth/wallet-proof", at1: 2, loaded: 3 },
@@ -46,11 +46,7 @@ export const TARGETS: readonly Target[] = [
     causes: {
       postgres: {
         at1:
-          `The floor reads the creator's rows with nothing around the read. GET verifies the bearer token and makes one call of public.list_user_secrets, which checks the session, switches to the creator's role and claims and reads under row-level security, whose policy checks the session again (the database's own guarantee that no ended session reads a row): pgbench, server time, ~100 us against the bare read's ~55 us; bench:profile 215 us against 128 us; in one process over HTTP, 645 us against the floor's 434 us (1.49x: the check, the role switch, the handler, the /api routing and the edge wrapper; all on the VM of d38bf79's run). ${GUARDED} ${SLOW_VM} ${SCHEDULE}, measured GET at 1.34x and 1.41x its floor request by request and 2.03x and 2.19x in blocks of 1,000. Deployed it came within 0.03x of the target in this run and met it in every earlier one.`,
-      },
-      deployed: {
-        at1:
-          "1.53x (1.51-1.61x) here, just over the target; nothing on its path has changed since 2b78a31, which measured 1.25x on an Intel VM, and the AMD EPYC VMs of 2375ea5 and d38bf79 measured 1.24x and 1.27x. On this run's slower VM the route's own work grew more than the floor's round trips through PgBouncer did: the route's server CPU went from 255 to 463 us a request and its p50 at 1 from 0.90 to 1.63 ms, the floor's from 0.71 to 1.01 ms. That work is the /api hop, the token, and one call of public.list_user_secrets (the session check, the role switch and the read under row-level security), which behind the pooler is parsed and planned anew on every request, as the floor's bare read is, but costs more to plan.",
+          `The floor reads the creator's rows with nothing around the read. GET verifies the bearer token and makes one call of public.list_user_secrets, which checks the session, switches to the creator's role and claims and reads under row-level security, whose policy checks the session again (the database's own guarantee that no ended session reads a row): pgbench, server time, ~100 us against the bare read's ~55 us; bench:profile 215 us against 128 us; in one process over HTTP, 645 us against the floor's 434 us (1.49x: the check, the role switch, the handler, the /api routing and the edge wrapper; all on the VM of d38bf79's run). ${GUARDED} ${SLOW_VM} ${SCHEDULE}, measured GET at 1.34x and 1.41x its floor request by request and 2.03x and 2.19x in blocks of 1,000. Deployed it meets the target.`,
       },
     },
   },
@@ -78,6 +74,8 @@ export const TARGETS: readonly Target[] = [
       postgres: {
         at1:
           `public.reveal_user_secrets checks the session, counts two limits (per creator and per server token: two counter upserts), reads the seven ciphertexts and inserts seven audit events, each with its foreign-key check, all committed before anything is released, against the floor's read and one insert. In process on this run's VM (2026-11-25, median of 1,500 calls): the call 664 us against the floor's 463 us; without the two counters 557 us, and with one audit row instead of seven 483 us, so the counters and the seven rows are nearly all of the database's part. Then seven AES-256-GCM decryptions on WebCrypto (125 us for the seven alone; node:crypto takes ~30 us, but WebCrypto is what keeps the keys non-extractable). A whole in-process reveal took 1,323 us, more than its parts alone: traced within whole requests (a separate run, whose timing wrappers add their own cost), the call took ~1,200 us and the seven decryptions ~365 us. ${GUARDED} ${SLOW_VM} Unlike GET and PUT, it misses whatever the schedule: bench:schedule measured 1.92-2.36x request by request and 2.13-2.15x in blocks of 1,000. Deployed it meets the target.`,
+        loaded:
+          `At concurrency 8 the two cores are shared by the server, Postgres and the load generator, so p50 follows CPU per request: here the server spent 1,516 us of CPU on a reveal (1,415-1,593 over the runs) against the audited floor's 488 us, the seven WebCrypto decryptions among it, and Postgres did the two counters and seven audit rows besides. The floor's own p50 moved most: 4.78, 6.55 and 4.39 ms in runs 1, 2 and 3 against the route's 14.05-15.90 ms, hence 3.20x (2.32-3.32x); against the floor without the guard, 2.70x. Earlier runs measured 2.67x (2b78a31, Intel) and 2.35x (cb0bec2, this VM type). Deployed it meets the target.`,
       },
     },
   },
