@@ -80,6 +80,16 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     }
   }));
   const seconds = (performance.now() - start) / 1000;
+  return loadResult(latencies, errors, statuses, seconds);
+}
+
+/** The figures of `latencies` (sorted here) taken over `seconds`. */
+function loadResult(
+  latencies: number[],
+  errors: number,
+  statuses: Record<string, number>,
+  seconds: number,
+): LoadResult {
   latencies.sort((a, b) => a - b);
   return {
     requests: latencies.length,
@@ -96,25 +106,18 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
 
 /** Measurements of the same thing taken in parts, as one: their requests pooled, their time added. */
 export function mergeLoads(parts: readonly LoadResult[]): LoadResult {
-  const latencies = parts.flatMap((part) => part.latencies).sort((a, b) => a - b);
-  const seconds = parts.reduce((sum, part) => sum + part.seconds, 0);
   const statuses: Record<string, number> = {};
   for (const part of parts) {
     for (const [status, count] of Object.entries(part.statuses)) {
       statuses[status] = (statuses[status] ?? 0) + count;
     }
   }
-  return {
-    requests: latencies.length,
-    errors: parts.reduce((sum, part) => sum + part.errors, 0),
+  return loadResult(
+    parts.flatMap((part) => part.latencies),
+    parts.reduce((sum, part) => sum + part.errors, 0),
     statuses,
-    p50Ms: percentile(latencies, 50),
-    p99Ms: percentile(latencies, 99),
-    meanMs: latencies.reduce((sum, x) => sum + x, 0) / Math.max(1, latencies.length),
-    rps: latencies.length / seconds,
-    seconds,
-    latencies,
-  };
+    parts.reduce((sum, part) => sum + part.seconds, 0),
+  );
 }
 
 /** Times an in-process operation in a loop (CPU baselines): median and p99 per call, calls/s. */

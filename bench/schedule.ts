@@ -16,7 +16,6 @@
 import {
   type BenchEngine,
   ENGINES,
-  type FloorProcess,
   postgresAdmin,
   startChecked,
   startCheckedFloor,
@@ -89,18 +88,20 @@ const keys = serverEnv();
 const server = await startChecked(engine, db, keys);
 // The floor the bench holds the route to: reached the way the engine's server is.
 const [way] = engine.floorWays;
+const floor = await startCheckedFloor(engine, db, keys, way).catch(async (error) => {
+  await server.stop();
+  await db.drop();
+  throw error;
+});
 const rows: ScheduleRow[] = [];
-let floor: FloorProcess | null = null;
 try {
-  floor = await startCheckedFloor(engine, db, keys, way);
-  const floorUrl = floor.url;
   const [session] = await workerSessions(server, 1);
   // The write floor puts random bytes where ciphertexts were: its creator is not reveal's.
   const [floorSession] = await workerSessions(server, 1);
   const routeRequest = routeRequests(server, [session], []);
   for (const measure of MEASURES) {
     const floorKey = FLOOR_OF[measure];
-    const floorRequest = (i: number) => FLOORS[floorKey].request(floorUrl, floorSession.userId, i);
+    const floorRequest = (i: number) => FLOORS[floorKey].request(floor.url, floorSession.userId, i);
     const routeCheck = ROUTE_OK[measure];
     const floorCheck = floorOk(floorKey);
     let sent = 0;
@@ -140,7 +141,7 @@ try {
     }
   }
 } finally {
-  await floor?.stop();
+  await floor.stop();
   await server.stop();
   await db.drop();
 }

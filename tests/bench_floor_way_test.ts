@@ -133,21 +133,30 @@ function measured(p50Ms: number): Measured {
 /** [at 1, loaded]. */
 const pair = (at1: number, loaded: number) => [measured(at1), measured(loaded)];
 
-Deno.test("each route's row is against its floor reached its own way, and its -vs-direct-floor row against the other", () => {
-  const postgres = ENGINES.find((engine) => engine.name === "postgres")!;
+/** The rows pushEngineRows makes for GET, PUT and reveal with fixed routes and floors. */
+function engineRows(name: string, besideFloorFor: Record<string, Measured[]> | null): RunResult {
   const result: RunResult = { run: 1, rows: [], coldStart: [], growth: [] };
   pushEngineRows(
-    postgres,
+    ENGINES.find((engine) => engine.name === name)!,
     ["list", "put", "reveal"],
     { list: pair(2, 4), put: pair(3, 6), reveal: pair(4, 8) },
     {
       floorFor: { list: pair(1, 2), put: pair(1.5, 3), reveal: pair(2, 4) },
       alsoFloorFor: { reveal: pair(1, 2) },
-      besideFloorFor: { list: pair(0.5, 1), put: pair(1, 2), reveal: pair(1, 2) },
+      besideFloorFor,
     },
     [0, 0],
     result,
   );
+  return result;
+}
+
+Deno.test("each route's row is against its floor reached its own way, and its -vs-direct-floor row against the other", () => {
+  const result = engineRows("postgres", {
+    list: pair(0.5, 1),
+    put: pair(1, 2),
+    reveal: pair(1, 2),
+  });
   const row = (id: string) => {
     const found = result.rows.find((r) => r.id === id);
     assert.ok(found, `${id} in ${result.rows.map((r) => r.id).join(", ")}`);
@@ -187,20 +196,7 @@ Deno.test("each route's row is against its floor reached its own way, and its -v
 });
 
 Deno.test("a deployed route has no floor reached another way, and no row against one", () => {
-  const deployed = ENGINES.find((engine) => engine.name === "deployed")!;
-  const result: RunResult = { run: 1, rows: [], coldStart: [], growth: [] };
-  pushEngineRows(
-    deployed,
-    ["list", "put", "reveal"],
-    { list: pair(2, 4), put: pair(3, 6), reveal: pair(4, 8) },
-    {
-      floorFor: { list: pair(1, 2), put: pair(1.5, 3), reveal: pair(2, 4) },
-      alsoFloorFor: { reveal: pair(1, 2) },
-      besideFloorFor: null,
-    },
-    [0, 0],
-    result,
-  );
+  const result = engineRows("deployed", null);
   assert.equal(
     result.rows.find((r) => r.id === "deployed/list")?.baseline,
     "bare read (the creator's rows)",
