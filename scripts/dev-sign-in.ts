@@ -16,28 +16,48 @@ const base = (Deno.args[0] ?? `http://127.0.0.1:${Deno.env.get("PORT") || "54321
   .replace(/\/+$/, "");
 const account = privateKeyToAccount(generatePrivateKey());
 
+/** How long each call may take before the sign-in gives up. */
+const TIMEOUT_MS = 10_000;
+
 /** POSTs `body` as JSON to the server's /api; exits with the server's own error when it refuses. */
 async function post(path: string, body: unknown): Promise<Record<string, unknown>> {
   let response: Response;
+  let answer: unknown;
   try {
     response = await fetch(`${base}/api${path}`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify(body),
+      signal: AbortSignal.timeout(TIMEOUT_MS),
     });
-  } catch {
-    fail(`nothing answers at ${base}: start the server first (deno task start)`);
+    answer = await response.json().catch(() => null);
+  } catch (error) {
+    fail(`no answer from ${base} (${printable(error)}): is the server running (deno task start)?`);
   }
-  const answer = await response.json().catch(() => null);
+  const error = (answer as { error?: { code?: unknown; message?: unknown } } | null)?.error;
   if (!response.ok) {
-    const error = answer?.error;
     fail(
-      `${path} answered ${response.status}: ${error?.code ?? "no JSON error"} ${
-        error?.message ?? ""
-      }`,
+      `${path} answered ${response.status}: ${printable(error?.code)} ${printable(error?.message)}`,
     );
   }
-  return answer;
+  if (answer === null || typeof answer !== "object" || Array.isArray(answer)) {
+    fail(`${path} answered ${response.status} without a JSON object`);
+  }
+  return answer as Record<string, unknown>;
+}
+
+/** A token as the service issues them (a JWT, base64url): anything else is not exported. */
+function token(value: unknown, name: string): string {
+  if (typeof value !== "string" || !/^[A-Za-z0-9._-]+$/.test(value)) {
+    fail(`the sign-in answer has no usable ${name}`);
+  }
+  return value;
+}
+
+/** Text from the server or an error, without control characters, for the terminal. */
+function printable(value: unknown): string {
+  const text = value instanceof Error ? value.message : String(value ?? "");
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, " ").slice(0, 200);
 }
 
 function fail(message: string): never {
@@ -57,10 +77,11 @@ const quoted = (value: string) => `'${value.replaceAll("'", `'\\''`)}'`;
 
 const session = await post("/auth/wallet-proof", await signedProof());
 const proof = JSON.stringify(await signedProof());
+const accessToken = token(session.access_token, "access_token");
 const exports = {
-  TOKEN: String(session.access_token),
-  ACCESS_TOKEN: String(session.access_token),
-  REFRESH_TOKEN: String(session.refresh_token),
+  TOKEN: accessToken,
+  ACCESS_TOKEN: accessToken,
+  REFRESH_TOKEN: token(session.refresh_token, "refresh_token"),
   PROOF: proof,
 };
 for (const [name, value] of Object.entries(exports)) console.log(`export ${name}=${quoted(value)}`);

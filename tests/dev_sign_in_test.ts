@@ -67,6 +67,25 @@ describeWithDatabase("deno task sign-in", {
     const refused = await signIn(`http://127.0.0.1:${freePort()}`);
     assert.equal(refused.code, 1);
     assert.equal(refused.stdout, "");
-    assert.match(refused.stderr, /^sign-in: nothing answers at http:\/\/127\.0\.0\.1:\d+: start/);
+    assert.match(
+      refused.stderr,
+      /^sign-in: no answer from http:\/\/127\.0\.0\.1:\d+ \(.+\): is the server/,
+    );
+  },
+
+  "exports nothing from an answer that holds no real tokens": async (app: TestApp) => {
+    // A server that passes the nonce through but answers the proof with what no token looks like.
+    const edge = atEdge(app.app.handler, app.config.clientIp);
+    await using server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen() {} },
+      (request, info) =>
+        new URL(request.url).pathname.endsWith("/wallet-proof")
+          ? Response.json({ access_token: "x'; touch /tmp/owned; '", refresh_token: "r" })
+          : edge(request, info),
+    );
+    const refused = await signIn(`http://127.0.0.1:${server.addr.port}`);
+    assert.equal(refused.code, 1);
+    assert.equal(refused.stdout, "");
+    assert.match(refused.stderr, /^sign-in: the sign-in answer has no usable access_token\n$/);
   },
 });

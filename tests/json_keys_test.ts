@@ -39,3 +39,10 @@ Deno.test("the same key in different objects, or a value that looks like a key, 
     assert.equal(hasDuplicateKey(text), false, text);
   }
 });
+
+Deno.test("strings are skipped whole, however many backslashes end them, and a string left open ends the scan", () => {
+  assert.equal(hasDuplicateKey('{"a\\\\":1,"a\\\\":2}'), true);
+  assert.equal(hasDuplicateKey('{"a\\\\\\"":1,"a\\\\":2}'), false);
+  assert.equal(hasDuplicateKey(`{"signature":"0x${"ab".repeat(16_000)}","signature":"0x"}`), true);
+  assert.equal(hasDuplicateKey('{"a":"unterminated'), false);
+});

@@ -12,6 +12,20 @@ const OPEN_ARRAY = 0x5b;
 const CLOSE_ARRAY = 0x5d;
 const COMMA = 0x2c;
 
+/**
+ * Where the string opened at `open` ends, or -1 if it does not: found with indexOf, a quote being
+ * escaped when an odd number of backslashes precede it (a 32 KB hex signature is one jump, not
+ * 32,000 steps).
+ */
+function closingQuote(text: string, open: number): number {
+  for (let at = text.indexOf('"', open + 1); at >= 0; at = text.indexOf('"', at + 1)) {
+    let backslashes = 0;
+    while (text.charCodeAt(at - 1 - backslashes) === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 0) return at;
+  }
+  return -1;
+}
+
 /** `text` must be JSON that JSON.parse accepted: only its structure is followed here. */
 export function hasDuplicateKey(text: string): boolean {
   // One entry per open container: the keys seen so far for an object, null for an array.
@@ -21,7 +35,8 @@ export function hasDuplicateKey(text: string): boolean {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
       const start = i;
-      for (i++; text.charCodeAt(i) !== QUOTE; i++) if (text.charCodeAt(i) === BACKSLASH) i++;
+      i = closingQuote(text, i);
+      if (i < 0) return false; // not JSON: JSON.parse has the say
       const keys = open[open.length - 1];
       if (atKey && keys) {
         const raw = text.slice(start, i + 1);
