@@ -57,7 +57,7 @@ function token(value: unknown, name: string): string {
 /** Text from the server or an error, without control characters, for the terminal. */
 function printable(value: unknown): string {
   const text = value instanceof Error ? value.message : String(value ?? "");
-  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, " ").slice(0, 200);
+  return text.replace(/\p{Cc}/gu, " ").slice(0, 200);
 }
 
 function fail(message: string): never {
