@@ -17,7 +17,7 @@
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 import { join } from "node:path";
 import { freePort } from "../tests/support/ports.ts";
-import { integerKnob } from "./knobs.ts";
+import { exitOnUnknownChoices, integerKnob } from "./knobs.ts";
 import { assertStorage, serverEnv, startProcess } from "./processes.ts";
 import {
   createDatabase,
@@ -41,13 +41,7 @@ const PROFILABLE = [
   "floor-ciphertexts",
 ];
 const ROUTES = Deno.args.length > 0 ? Deno.args : PROFILABLE;
-const unknownRoutes = ROUTES.filter((route) => !PROFILABLE.includes(route));
-if (unknownRoutes.length > 0) {
-  console.error(
-    `No such route: ${unknownRoutes.join(", ")}; choose from ${PROFILABLE.join(", ")}.`,
-  );
-  Deno.exit(2);
-}
+exitOnUnknownChoices(ROUTES, PROFILABLE, "No such route: ");
 
 interface ProfileNode {
   id: number;

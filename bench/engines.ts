@@ -53,6 +53,19 @@ export function postgresAdmin(): string | null {
   return postgresAdminUrl;
 }
 
+/** bench/bare-server.ts on the engine's database, reached `way`: every engine's floor. */
+function startBareFloor(
+  db: BenchDatabase,
+  keys: Record<string, string>,
+  way: FloorWay,
+): Promise<ServerProcess> {
+  return startProcess(
+    "bench/bare-server.ts",
+    { ...keys, ...db.env, BENCH_FLOOR_WAY: way },
+    "/ready",
+  );
+}
+
 /** The local server (server/main.ts) and the floor, on one database given by `db.env`. */
 function localEngine(
   name: string,
@@ -67,12 +80,7 @@ function localEngine(
     // The server answers through its connection guard, so the floor its targets use does too; the
     // floor without it (the yardstick until 2026-11-25) is measured beside it.
     floorWays: ["guarded", "direct"],
-    startFloor: (db, keys, way) =>
-      startProcess(
-        "bench/bare-server.ts",
-        { ...keys, ...db.env, BENCH_FLOOR_WAY: way },
-        "/ready",
-      ),
+    startFloor: startBareFloor,
     functionEnv: (db, keys) =>
       db.engine === "pglite" ? null : {
         ...keys,
@@ -137,12 +145,7 @@ function deployedEngine(): BenchEngine {
       return { url, env, pid: edge.pids[0], pids: edge.pids, stop: () => edge.stop() };
     },
     floorWays: ["direct"],
-    startFloor: (db, keys, way) =>
-      startProcess(
-        "bench/bare-server.ts",
-        { ...keys, ...db.env, BENCH_FLOOR_WAY: way },
-        "/ready",
-      ),
+    startFloor: startBareFloor,
     functionEnv: (db, keys) => ({ ...keys, ...db.env, ALLOWED_ORIGINS: "http://127.0.0.1:54321" }),
   };
 }

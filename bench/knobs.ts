@@ -49,6 +49,21 @@ export function integerListKnob(
   return knob(() => parsePositiveIntegers(name, Deno.env.get(name), fallback, allowEmpty));
 }
 
+/**
+ * Ends the process (exit 2) when `asked` names anything outside `known`, printing
+ * `<prefix><the unknown ones>; choose from <known>.`
+ */
+export function exitOnUnknownChoices(
+  asked: readonly string[],
+  known: readonly string[],
+  prefix: string,
+): void {
+  const unknown = asked.filter((name) => !known.includes(name));
+  if (unknown.length === 0) return;
+  console.error(`${prefix}${unknown.join(", ")}; choose from ${known.join(", ")}.`);
+  Deno.exit(2);
+}
+
 function positiveInteger(text: string): number | null {
   const value = /^\s*\d+\s*$/.test(text) ? Number(text) : NaN;
   return Number.isSafeInteger(value) && value >= 1 ? value : null;

@@ -53,6 +53,7 @@ import {
 } from "./floors.ts";
 import type { FloorWay } from "./floor-way.ts";
 import { growthRun } from "./growth.ts";
+import { exitOnUnknownChoices } from "./knobs.ts";
 import { commit, machine } from "./machine.ts";
 import { inProcess } from "./peers.ts";
 import { serverEnv } from "./processes.ts";
@@ -220,15 +221,7 @@ async function benchEngine(
 // ---------------------------------------------------------------------------------------------
 
 const wanted = (Deno.env.get("BENCH_ENGINES") ?? "postgres,pglite,deployed").split(",");
-const unknownEngines = wanted.filter((name) => !ENGINES.some((engine) => engine.name === name));
-if (unknownEngines.length > 0) {
-  console.error(
-    `BENCH_ENGINES: no engine ${unknownEngines.join(", ")}; choose from ${
-      ENGINES.map((engine) => engine.name).join(", ")
-    }.`,
-  );
-  Deno.exit(2);
-}
+exitOnUnknownChoices(wanted, ENGINES.map((engine) => engine.name), "BENCH_ENGINES: no engine ");
 const engines: BenchEngine[] = [];
 const notes: string[] = [];
 for (const engine of ENGINES.filter((e) => wanted.includes(e.name))) {

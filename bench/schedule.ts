@@ -25,7 +25,7 @@ import { wayLabel } from "./floor-way.ts";
 import { commit, machine } from "./machine.ts";
 import { serverEnv } from "./processes.ts";
 import { ROUTE_LABELS, ROUTE_OK, routeRequests, workerSessions } from "./routes.ts";
-import { integerKnob, integerListKnob } from "./knobs.ts";
+import { exitOnUnknownChoices, integerKnob, integerListKnob } from "./knobs.ts";
 import { log } from "./settings.ts";
 import { percentile } from "./support.ts";
 
@@ -46,11 +46,7 @@ interface ScheduleRow {
 
 /** wallet-proof is left out: each of its requests spends a proof prepared in advance. */
 const SCHEDULABLE = ["nonce", "list", "put", "reveal"];
-const unknown = MEASURES.filter((measure) => !SCHEDULABLE.includes(measure));
-if (unknown.length > 0) {
-  console.error(`SCHEDULE_MEASURES: ${unknown.join(", ")}; choose from ${SCHEDULABLE.join(", ")}.`);
-  Deno.exit(2);
-}
+exitOnUnknownChoices(MEASURES, SCHEDULABLE, "SCHEDULE_MEASURES: ");
 
 const engineName = Deno.args[0] ?? "postgres";
 const engine: BenchEngine | undefined = ENGINES.find((e) => e.name === engineName);
