@@ -34,7 +34,6 @@ export function rateLimited(retryAfterSeconds: number): ServiceError {
     "rate_limited",
     "Too many requests; slow down.",
     { retryAfterSeconds: retryAfter },
-    { "retry-after": String(retryAfter) },
   );
 }
 

@@ -136,7 +136,6 @@ export function createChainRpc(
       `Chain ${chainId} could not be asked about this contract wallet's signature; ` +
         "nothing was spent, try again shortly.",
       { chainId, retryAfterSeconds: CHAIN_RETRY_AFTER_SECONDS },
-      { "retry-after": String(CHAIN_RETRY_AFTER_SECONDS) },
     );
   }
 

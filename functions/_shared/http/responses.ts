@@ -24,15 +24,22 @@ export function noContent(): Response {
   return new Response(null, { status: 204, headers: NO_STORE });
 }
 
+/**
+ * A ServiceError as its JSON answer. An error that asks the client to wait (`retryAfterSeconds` in
+ * its details) says so as Retry-After too, so no error can state one and not the other.
+ */
 export function errorResponse(error: ServiceError): Response {
+  const retryAfter = error.details?.retryAfterSeconds;
   return json(
     { error: { code: error.code, message: error.message, ...error.details } },
     error.status,
-    error.headers,
+    typeof retryAfter === "number"
+      ? { ...error.headers, "retry-after": String(retryAfter) }
+      : error.headers,
   );
 }
 
-/** What a 503 database_unavailable asks a client to wait, in its body and as Retry-After. */
+/** What a 503 database_unavailable asks a client to wait (errorResponse adds Retry-After). */
 const DATABASE_RETRY_AFTER_SECONDS = 1;
 
 export function toServiceError(error: unknown, log: Logger): ServiceError {
@@ -43,7 +50,6 @@ export function toServiceError(error: unknown, log: Logger): ServiceError {
       "database_unavailable",
       "The database is unavailable; retry shortly.",
       { retryAfterSeconds: DATABASE_RETRY_AFTER_SECONDS },
-      { "retry-after": String(DATABASE_RETRY_AFTER_SECONDS) },
     );
   }
   log.error("internal_error", { name: errorName(error), code: errorCode(error) });
