@@ -84,7 +84,7 @@ export async function rotateKeys(
     throw new Error("The batch size must be a positive integer.");
   }
 
-  let examined = 0, rotated = 0, skipped = 0, batches = 0, passes = 0;
+  let rotated = 0, batches = 0, passes = 0;
   const problems: RotationProblem[] = [];
   /** Rows known not to decrypt: stepped over by later passes, and reported once. */
   const unreadable = new Set<string>();
@@ -111,7 +111,7 @@ export async function rotateKeys(
             for update`,
           [activeKeyId, after?.userId ?? null, after?.secretType ?? null, batchSize],
         );
-        let batchRotated = 0, batchSkipped = 0;
+        let batchRotated = 0;
         for (const row of rows) {
           if (unreadable.has(rowKey(row))) continue;
           const binding = { userId: row.user_id, secretType: row.secret_type };
@@ -125,8 +125,9 @@ export async function rotateKeys(
             const reason = keyFailure(error);
             if (reason === null) throw error;
             unreadable.add(rowKey(row));
+            // Each unreadable row is recorded once (later passes step over it): skipped rows are
+            // exactly the problems.
             problems.push({ ...binding, keyId: row.key_id, reason });
-            batchSkipped++;
             continue;
           }
           const sealed = await keyring.encrypt(value, binding);
@@ -137,16 +138,14 @@ export async function rotateKeys(
           );
           batchRotated++;
         }
-        return { rows, rotated: batchRotated, skipped: batchSkipped };
+        return { rows, rotated: batchRotated };
       });
       if (batch.rows.length === 0) return true;
       const last = batch.rows[batch.rows.length - 1];
       after = { userId: last.user_id, secretType: last.secret_type };
       batches++;
-      examined += batch.rotated + batch.skipped;
       rotated += batch.rotated;
-      skipped += batch.skipped;
-      await options.onBatch?.({ batch: batches, rotated, skipped });
+      await options.onBatch?.({ batch: batches, rotated, skipped: problems.length });
       if (batch.rows.length < batchSize) return true;
     }
   }
@@ -175,9 +174,9 @@ export async function rotateKeys(
   const rowsByKeyId = Object.fromEntries(counts.map((c) => [c.key_id, c.rows]));
   return {
     activeKeyId,
-    examined,
+    examined: rotated + problems.length,
     rotated,
-    skipped,
+    skipped: problems.length,
     batches,
     passes,
     problems,
