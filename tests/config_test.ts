@@ -327,3 +327,71 @@ Deno.test("an operator command needs the database and the keyring, not the servi
     ConfigError,
   );
 });
+
+/** URLs the driver cannot read: each would have been quoted whole, password and all. */
+const UNREADABLE_DATABASE_URLS = [
+  "postgres://svc:Sup3rS3cret-one@db1:5432,db2:5432/postgres", // two hosts
+  "postgres://svc:p4ss#w0rd-two@db.example.com:6543/postgres", // # unencoded
+  "postgres://svc:pa/ss-three@db.example.com/postgres", // / unencoded
+  "postgres://svc:pa?ss-four@db.example.com/postgres", // ? unencoded
+  "postgres://svc:pa%zzss-five@db.example.com/postgres", // % that decodes to nothing
+  "postgres://svc:password-six@db.example.com:99999/postgres", // no such port
+];
+
+Deno.test("a database URL that does not parse is refused by name, its password never echoed", () => {
+  for (const url of UNREADABLE_DATABASE_URLS) {
+    const password = /svc:(.*?-[a-z]+)@/.exec(url)![1];
+    for (const name of ["DATABASE_URL", "SUPABASE_DB_URL"]) {
+      // Blank, DATABASE_URL gives way to SUPABASE_DB_URL (as a function deployed by Supabase has).
+      const production = productionEnv({ DATABASE_URL: "", [name]: url });
+      const development = {
+        [name]: url,
+        ENCRYPTION_KEYS: `k1:${KEY_A}`,
+        SERVER_REVEAL_TOKEN: TOKEN,
+        JWT_SECRET: SECRET,
+      };
+      const refusals = [
+        () => parseConfig(production),
+        () => parseConfig(production, FUNCTION_DEFAULTS),
+        () => parseConfig(development),
+        () => parseStorageConfig(development),
+      ];
+      for (const refuse of refusals) {
+        assert.throws(refuse, (error) => {
+          assert.ok(error instanceof ConfigError, `${url}: ${error}`);
+          assert.ok(
+            error.problems.some((p) => p.startsWith("DATABASE_URL is not a valid URL")),
+            `${url}: ${error.problems.join("; ")}`,
+          );
+          assert.ok(!error.message.includes(password), `${url}: the password was echoed`);
+          return true;
+        });
+      }
+    }
+  }
+});
+
+Deno.test("a readable database URL reaches the driver as given; a pooler's turns preparing off", () => {
+  const settingsOf = (url: string) => {
+    const { database } = parseStorageConfig({ DATABASE_URL: url, ENCRYPTION_KEYS: `k1:${KEY_A}` });
+    assert.equal(database.engine, "postgres");
+    return database as Extract<typeof database, { engine: "postgres" }>;
+  };
+  // An @ in the password is read as the driver reads it (the last @ ends the credentials).
+  for (
+    const url of ["postgres://svc:p%23ss@db.example.com:5432/vault", "postgres://svc:p@ss@h/db"]
+  ) {
+    assert.deepEqual([settingsOf(url).url, settingsOf(url).prepare], [url, true]);
+  }
+  assert.equal(settingsOf("postgres://svc:pw@db.example.com:6543/postgres").prepare, false);
+  const hinted = settingsOf("postgresql://svc:pw@db.example.com:5432/postgres?pgbouncer=true&x=1");
+  assert.deepEqual([hinted.url, hinted.prepare], [
+    "postgresql://svc:pw@db.example.com:5432/postgres?x=1",
+    false,
+  ]);
+  assert.throws(() => settingsOf("mysql://svc:pw@db.example.com/vault"), (error) => {
+    assert.ok(error instanceof ConfigError);
+    assert.deepEqual(error.problems, ["DATABASE_URL must be a postgres:// or postgresql:// URL"]);
+    return true;
+  });
+});

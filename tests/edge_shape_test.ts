@@ -326,6 +326,29 @@ Deno.test({
         },
       );
 
+      await t.step(
+        "a database URL that does not parse: the function answers not_configured, its password unlogged",
+        async () => {
+          // A password with an unencoded #: the URL parser (and the driver) quote such a URL whole.
+          const password = `p4ss#${randomSecret(12).replace(/[+/=]/g, "")}`;
+          const shape = await startEdgeShape({
+            env: { ...env, DATABASE_URL: `postgres://svc:${password}@db.example.com:6543/vault` },
+            functions: ["user-secrets"],
+            instancesPerFunction: 1,
+          });
+          try {
+            const answer = await client(shape)("/functions/v1/user-secrets");
+            assert.equal(answer.status, 500);
+            assert.equal((answer.body.error as { code: string }).code, "not_configured");
+            const logs = shape.output();
+            assert.match(logs, /DATABASE_URL is not a valid URL/);
+            assert.ok(!logs.includes(password.slice(5)), "the database password reached the logs");
+          } finally {
+            await shape.stop();
+          }
+        },
+      );
+
       await t.step("the instances' logs hold no secret value, token or key", () => {
         const logs = edge.output();
         for (const secret of [...secretValues, serverRevealToken, env.JWT_SECRET, publishableKey]) {

@@ -8,13 +8,12 @@ import type { DatabaseSettings } from "../db/db.ts";
 import { databaseUrl, type Env, envSchema, FORWARDED_FOR } from "./env-schema.ts";
 import { type EncryptionKeySpec, parseKeyring, weakSecrets } from "./keyring.ts";
 import {
-  isPoolerUrl,
   parseChainIds,
   parseChainRpcUrls,
+  parseDatabaseUrl,
   parseOrigin,
   parseOrigins,
   parsePublishableKeys,
-  withoutPoolerHint,
 } from "./parse.ts";
 
 export type AppEnv = "development" | "test" | "production";
@@ -242,24 +241,24 @@ function readEnv(
 
 /** The database (Postgres from its URL, else PGlite) and the keyring; problems are appended. */
 function storageSettings(vars: EnvVars, defaults: ConfigDefaults, problems: string[]) {
-  const url = databaseUrl(vars);
-  if (url !== undefined && !/^postgres(ql)?:\/\//.test(url)) {
-    problems.push("DATABASE_URL must be a postgres:// or postgresql:// URL");
-  }
+  const given = databaseUrl(vars);
+  const target = given === undefined ? undefined : parseDatabaseUrl(given, problems);
   const encryptionKeys = parseKeyring(
     vars.ENCRYPTION_KEYS,
     vars.ENCRYPTION_KEY,
     problems,
     vars.APP_ENV === "production",
   );
-  const database: DatabaseSettings = url !== undefined
+  // A URL that does not parse is a problem above, which stops the caller: its settings (empty,
+  // never the value given) are not used.
+  const database: DatabaseSettings = target !== undefined
     ? {
       engine: "postgres",
-      url: withoutPoolerHint(url),
+      url: target?.url ?? "",
       maxConnections: vars.DATABASE_MAX_CONNECTIONS ?? defaults.maxConnections,
       // A transaction pooler hands each transaction whichever server connection is free, where a
       // statement prepared on another one does not exist.
-      prepare: !isPoolerUrl(url) && vars.DATABASE_PREPARE !== "false" &&
+      prepare: target?.pooler === false && vars.DATABASE_PREPARE !== "false" &&
         vars.DATABASE_PREPARE !== "0",
       queryTimeoutMs: vars.DATABASE_TIMEOUT_MS,
     }

@@ -1,24 +1,43 @@
 /** Parsers for the list-shaped settings; each names a problem without echoing a value. */
 
-/**
- * Supabase's transaction poolers: Supavisor on port 6543, or any URL marked `?pgbouncer=true`
- * (the convention Prisma and Supabase's docs use for PgBouncer).
- */
-export function isPoolerUrl(url: string): boolean {
-  try {
-    const parsed = new URL(url);
-    return parsed.port === "6543" || parsed.searchParams.get("pgbouncer") === "true";
-  } catch {
-    return false;
-  }
+/** The database's URL as the driver gets it, and whether it reaches a transaction pooler. */
+export interface DatabaseUrl {
+  readonly url: string;
+  readonly pooler: boolean;
 }
 
-/** The driver would send `pgbouncer=true` to the server as a startup parameter; it is only a hint. */
-export function withoutPoolerHint(url: string): string {
-  const parsed = new URL(url);
-  if (!parsed.searchParams.has("pgbouncer")) return url;
+/**
+ * DATABASE_URL (or SUPABASE_DB_URL), checked as the driver will read it. The value holds the
+ * password, and both the URL parser and the driver quote a URL they cannot read in full in their
+ * errors, so one that does not parse is named here and never handed on.
+ *
+ * Supabase's transaction poolers are Supavisor on port 6543 or any URL marked `?pgbouncer=true`
+ * (the convention Prisma and Supabase's docs use for PgBouncer); the hint itself is dropped, as
+ * the driver would send it to the server as a startup parameter.
+ */
+export function parseDatabaseUrl(url: string, problems: string[]): DatabaseUrl | null {
+  if (!/^postgres(ql)?:\/\//.test(url)) {
+    problems.push("DATABASE_URL must be a postgres:// or postgresql:// URL");
+    return null;
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+    // The driver decodes each part; a stray % would fail there, after this check.
+    for (const part of [parsed.username, parsed.password, parsed.hostname, parsed.pathname]) {
+      decodeURIComponent(part);
+    }
+  } catch {
+    problems.push(
+      "DATABASE_URL is not a valid URL: give one host, and percent-encode any of # / ? % in " +
+        "the user name and password",
+    );
+    return null;
+  }
+  const pooler = parsed.port === "6543" || parsed.searchParams.get("pgbouncer") === "true";
+  if (!parsed.searchParams.has("pgbouncer")) return { url, pooler };
   parsed.searchParams.delete("pgbouncer");
-  return parsed.toString();
+  return { url: parsed.toString(), pooler };
 }
 
 /**
