@@ -1088,8 +1088,41 @@ describeWithDatabase("wallet sign-in rate limits", {
     const { message, signature } = await freshProof(app, newWallet(), ownIp());
     await ok(prove(app.fetch, message, signature, ownIp()));
   },
+
+  async "refresh attempts per client IP: the one over the limit is 429 and spends nothing"(app) {
+    await awayFromWindowEdge();
+    const ip = ownIp();
+    // Guessing costs the database a look-up each time: four guesses, then the address waits.
+    for (let i = 0; i < 4; i++) {
+      await expectError(
+        post(app.fetch, "/api/auth/refresh", { refresh_token: `guess-${i}` }, ip),
+        401,
+        "invalid_refresh_token",
+      );
+    }
+    const { message, signature } = await freshProof(app, newWallet(), ownIp());
+    const signedIn = await ok<{ refresh_token: string }>(
+      prove(app.fetch, message, signature, ownIp()),
+    );
+    const { response } = await expectError(
+      post(app.fetch, "/api/auth/refresh", { refresh_token: signedIn.refresh_token }, ip),
+      429,
+      "rate_limited",
+    );
+    assert.ok(Number(response.headers.get("retry-after")) >= 1);
+    // The valid token was not spent: from another address it rotates, and as no reuse was seen,
+    // the session goes on with its successor.
+    const rotated = await ok<{ refresh_token: string }>(
+      post(app.fetch, "/api/auth/refresh", { refresh_token: signedIn.refresh_token }, ownIp()),
+    );
+    assert.notEqual(rotated.refresh_token, signedIn.refresh_token);
+    await ok(
+      post(app.fetch, "/api/auth/refresh", { refresh_token: rotated.refresh_token }, ownIp()),
+    );
+  },
 }, {
   RATE_LIMIT_NONCE_PER_MINUTE: "3",
   RATE_LIMIT_PROOF_PER_MINUTE: "4",
   RATE_LIMIT_PROOF_PER_ADDRESS_PER_MINUTE: "2",
+  RATE_LIMIT_REFRESH_PER_MINUTE: "4",
 });

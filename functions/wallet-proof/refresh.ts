@@ -2,6 +2,7 @@
 import { z } from "zod";
 import type { AppConfig } from "../_shared/config/config.ts";
 import type { Database } from "../_shared/db/db.ts";
+import { clientIp, RATE_LIMIT_WINDOW_SECONDS, rateLimited } from "../_shared/auth/rate-limit.ts";
 import { hashRefreshToken, newRefreshToken } from "../_shared/auth/refresh-tokens.ts";
 import type { SessionTokens } from "../_shared/auth/session-tokens.ts";
 import { readJson } from "../_shared/http/bodies.ts";
@@ -13,10 +14,43 @@ import { sessionAnswer } from "./session-answer.ts";
 
 const refreshRequest = z.strictObject({ refresh_token: z.string().min(1).max(200) });
 
+/** The attempt's count in its window, and the rotated session when the token was spent. */
+type RefreshAttempt =
+  & { hits: number; retry_after: number }
+  & (
+    | { session_id: string; user_id: string; wallet_address: string }
+    | { session_id: null; user_id: null; wallet_address: null }
+  );
+
+/**
+ * $1 the presented token's hash, $2 its successor's, $3 the client's bucket, $4 the window, $5 the
+ * limit. hit_rate_limit is volatile, so its CTE runs exactly once, before the update reads it.
+ */
+const ROTATE = `with attempt as (
+    select hits, retry_after from public.hit_rate_limit($3, $4)
+  ), spent as (
+    update public.auth_refresh_tokens t set used_at = now()
+      from public.auth_sessions s
+     where t.token_hash = $1 and t.used_at is null and s.id = t.session_id
+       and s.revoked_at is null and s.expires_at > now()
+       and (select hits from attempt) <= $5
+    returning t.session_id, s.user_id
+  ), fresh as (
+    insert into public.auth_refresh_tokens (token_hash, session_id)
+      select $2, session_id from spent
+    returning session_id
+  )
+  select attempt.hits, attempt.retry_after, rotated.session_id, rotated.user_id,
+         rotated.wallet_address
+    from attempt left join (
+      select spent.session_id, spent.user_id, u.wallet_address
+        from spent join fresh on true join public.wallet_users u on u.id = spent.user_id
+    ) rotated on true`;
+
 export interface RefreshDeps {
   readonly db: Database;
   readonly sessions: SessionTokens;
-  readonly config: Pick<AppConfig, "accessTokenTtlSeconds">;
+  readonly config: Pick<AppConfig, "accessTokenTtlSeconds" | "clientIp" | "rateLimits">;
   readonly log: Logger;
 }
 
@@ -27,29 +61,23 @@ export function refreshRoute(deps: RefreshDeps): Handler {
     const body = parseRequest(refreshRequest, await readJson(request));
     const presented = await hashRefreshToken(body.refresh_token);
     const next = newRefreshToken();
-    const [rotated] = await db.query<
-      { session_id: string; user_id: string; wallet_address: string }
-    >(
-      `with spent as (
-         update public.auth_refresh_tokens t set used_at = now()
-           from public.auth_sessions s
-          where t.token_hash = $1 and t.used_at is null and s.id = t.session_id
-            and s.revoked_at is null and s.expires_at > now()
-          returning t.session_id, s.user_id
-       ), fresh as (
-         insert into public.auth_refresh_tokens (token_hash, session_id)
-           select $2, session_id from spent
-         returning session_id
-       )
-       select spent.session_id, spent.user_id, u.wallet_address
-         from spent join fresh on true join public.wallet_users u on u.id = spent.user_id`,
-      [presented, await hashRefreshToken(next)],
-    );
-    if (rotated !== undefined) {
+    // One statement: the client's attempt is counted first, and within its limit the presented
+    // token is spent and its successor stored. Over the limit nothing is spent or looked up.
+    const [attempt] = await db.query<RefreshAttempt>(ROTATE, [
+      presented,
+      await hashRefreshToken(next),
+      `refresh:ip:${clientIp(request, deps.config.clientIp)}`,
+      RATE_LIMIT_WINDOW_SECONDS,
+      deps.config.rateLimits.refreshPerIpPerMinute,
+    ]);
+    if (attempt.hits > deps.config.rateLimits.refreshPerIpPerMinute) {
+      throw rateLimited(attempt.retry_after);
+    }
+    if (attempt.session_id !== null) {
       return sessionAnswer(deps, {
-        userId: rotated.user_id,
-        sessionId: rotated.session_id,
-        walletAddress: rotated.wallet_address,
+        userId: attempt.user_id,
+        sessionId: attempt.session_id,
+        walletAddress: attempt.wallet_address,
       }, next);
     }
     const [known] = await db.query<{ session_id: string; used: boolean; revoked: boolean }>(

@@ -52,6 +52,8 @@ export interface AppConfig {
     readonly noncePerIpPerMinute: number;
     readonly proofPerIpPerMinute: number;
     readonly proofPerAddressPerMinute: number;
+    /** Refresh attempts per client IP: a token's guess costs the database, valid or not. */
+    readonly refreshPerIpPerMinute: number;
     /** Vault PUTs and DELETEs per creator. */
     readonly vaultWritesPerMinute: number;
     /** Reveals per creator. */
@@ -171,6 +173,7 @@ export function parseConfig(
       noncePerIpPerMinute: vars.RATE_LIMIT_NONCE_PER_MINUTE,
       proofPerIpPerMinute: vars.RATE_LIMIT_PROOF_PER_MINUTE,
       proofPerAddressPerMinute: vars.RATE_LIMIT_PROOF_PER_ADDRESS_PER_MINUTE,
+      refreshPerIpPerMinute: vars.RATE_LIMIT_REFRESH_PER_MINUTE,
       vaultWritesPerMinute: vars.RATE_LIMIT_VAULT_WRITES_PER_MINUTE,
       revealsPerMinute: vars.RATE_LIMIT_REVEALS_PER_MINUTE,
       revealsPerTokenPerMinute: vars.RATE_LIMIT_REVEALS_PER_TOKEN_PER_MINUTE,
