@@ -1035,6 +1035,9 @@ describeWithDatabase("vault key rotation", {
       reason: "encryption_key_unavailable",
     }]);
     assert.deepEqual(report.rowsByKeyId, { k0: 1, k3: 1 });
+    // The unreadable row is a problem, not work left, and one pass saw everything.
+    assert.equal(report.remaining, 0);
+    assert.equal(report.passes, 1);
     const fetch = withKeyring(app, [k3]);
     assert.deepEqual(
       await revealed(app, creator.accessToken, { secretTypes: ["provider_c_key"] }, fetch),
