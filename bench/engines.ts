@@ -214,8 +214,7 @@ export async function startCheckedFloor(
   const floor = await engine.startFloor(db, keys, way);
   try {
     const what = `the ${engine.name} floor${wayLabel(way)}`;
-    await assertStorage(what, floor.url, engine.storage, "/ready");
-    const ready = await (await fetch(`${floor.url}/ready`)).json() as { way?: unknown };
+    const ready = await assertStorage(what, floor.url, engine.storage, "/ready");
     if (ready.way !== way) {
       throw new Error(`${what} is reached ${JSON.stringify(ready.way)}, not ${way}`);
     }

@@ -148,32 +148,42 @@ export function startServer(env: Record<string, string>): Promise<ServerProcess>
   return startProcess("server/main.ts", env);
 }
 
-/** The `storage` a running server reports (GET /api/secrets), e.g. `postgres:public.user_secrets`. */
-export async function reportedStorage(url: string, path = "/api/secrets"): Promise<string> {
+/** A running server's answer at `path` (GET /api/secrets, or a floor's /ready), with its storage. */
+async function readiness(
+  url: string,
+  path: string,
+): Promise<{ storage: string } & Record<string, unknown>> {
   const response = await fetch(`${url}${path}`);
-  const body = await response.json().catch(() => null) as { storage?: unknown } | null;
+  const body = await response.json().catch(() => null) as Record<string, unknown> | null;
   if (response.status !== 200 || typeof body?.storage !== "string") {
     throw new Error(`${url}${path} did not report its storage (status ${response.status})`);
   }
-  return body.storage;
+  return body as { storage: string } & Record<string, unknown>;
+}
+
+/** The `storage` a running server reports (GET /api/secrets), e.g. `postgres:public.user_secrets`. */
+export async function reportedStorage(url: string, path = "/api/secrets"): Promise<string> {
+  return (await readiness(url, path)).storage;
 }
 
 /**
  * Throws unless the process at `url` runs on `expected` storage: a row must measure the engine
- * its label names (a server that silently fell back to another database would not).
+ * its label names (a server that silently fell back to another database would not). Returns the
+ * answer it read, for a caller that checks more of it.
  */
 export async function assertStorage(
   what: string,
   url: string,
   expected: string,
   path = "/api/secrets",
-): Promise<void> {
-  const storage = await reportedStorage(url, path);
-  if (storage !== expected) {
+): Promise<Record<string, unknown>> {
+  const answer = await readiness(url, path);
+  if (answer.storage !== expected) {
     throw new Error(
-      `${what} runs on ${storage}, not ${expected}: its environment is not the one meant for it`,
+      `${what} runs on ${answer.storage}, not ${expected}: its environment is not the one meant for it`,
     );
   }
+  return answer;
 }
 
 /**
