@@ -1,16 +1,18 @@
 /// <reference lib="dom" />
 /**
  * The settings page's markup for the keys and the provider readiness, built with createElement,
- * textContent and attributes only, never from markup strings. No state: settings.ts passes in what
- * to show and what to do on save and delete.
+ * textContent and attributes only, never from markup strings, and the sentences it shows for an
+ * address or an error. No state: settings.ts passes in what to show and what to do on save and
+ * delete.
  */
-import type {
-  MaskedSecret,
-  ProviderId,
-  ProviderReadiness,
-  SecretsStatus,
-  SecretType,
-  StepKind,
+import {
+  type MaskedSecret,
+  type ProviderId,
+  type ProviderReadiness,
+  type SecretsStatus,
+  type SecretType,
+  type StepKind,
+  VaultError,
 } from "../sdk/browser.ts";
 
 /** The body of /settings/registry.json (server/static.ts). */
@@ -213,4 +215,32 @@ export function renderReadiness(
     row.append(name, steps, state);
     return row;
   }));
+}
+
+export function shortAddress(address: string): string {
+  return `${address.slice(0, 6)}…${address.slice(-4)}`;
+}
+
+/** One sentence for the status line; a service's own message where there is no better one. */
+export function describeError(error: unknown): string {
+  if (error instanceof VaultError) {
+    switch (error.code) {
+      case "network_error":
+        return "The vault service could not be reached. Check your connection and try again.";
+      case "timeout":
+        return "The vault service did not answer in time. Try again.";
+      case "not_signed_in":
+      case "invalid_token":
+      case "token_expired":
+      case "session_revoked":
+      case "invalid_refresh_token":
+      case "refresh_token_reused":
+        return "Your session has ended. Connect your wallet to sign in again.";
+      case "chain_not_allowed":
+        return "Sign-in from this network is not accepted. Switch networks in your wallet and try again.";
+      default:
+        return error.message;
+    }
+  }
+  return "Something went wrong. Try again.";
 }

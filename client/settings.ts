@@ -19,10 +19,12 @@ import {
   type VaultSession,
 } from "../sdk/browser.ts";
 import {
+  describeError,
   type Registry,
   renderReadiness,
   renderSecretItems,
   secretItem,
+  shortAddress,
 } from "./settings-render.ts";
 
 const apiBase = new URL(
@@ -63,33 +65,8 @@ function announce(text: string, tone: "info" | "success" | "error" = "info"): vo
   ui.status.dataset.tone = tone;
 }
 
-function describeError(error: unknown): string {
-  if (error instanceof VaultError) {
-    switch (error.code) {
-      case "network_error":
-        return "The vault service could not be reached. Check your connection and try again.";
-      case "not_signed_in":
-      case "invalid_token":
-      case "token_expired":
-      case "session_revoked":
-      case "invalid_refresh_token":
-      case "refresh_token_reused":
-        return "Your session has ended. Connect your wallet to sign in again.";
-      case "chain_not_allowed":
-        return "Sign-in from this network is not accepted. Switch networks in your wallet and try again.";
-      default:
-        return error.message;
-    }
-  }
-  return "Something went wrong. Try again.";
-}
-
 // ---------------------------------------------------------------------------------------------
 // Wallet section
-
-export function shortAddress(address: string): string {
-  return `${address.slice(0, 6)}…${address.slice(-4)}`;
-}
 
 function showSession(session: VaultSession | null): void {
   ui.wallet.dataset.state = session ? "signed-in" : "signed-out";
@@ -104,6 +81,31 @@ function showSession(session: VaultSession | null): void {
     ui.address.removeAttribute("title");
     delete ui.address.dataset.address;
   }
+}
+
+/** Whose keys the page shows: null when signed out. */
+let shownUser: string | null = null;
+/** The latest read of the list that a session change started. */
+let listing: Promise<void> = Promise.resolve();
+
+/**
+ * Every session change, this tab's or another's (a sign-in, refresh or sign-out elsewhere): the
+ * card follows it, and when the creator changes, the list is read again and typed values are
+ * cleared, so nothing typed for one creator is saved into another's vault.
+ */
+function sessionChanged(session: VaultSession | null): Promise<void> {
+  showSession(session);
+  const user = session?.user.id ?? null;
+  if (user === shownUser) return listing;
+  shownUser = user;
+  clearValueFields();
+  if (user === null) {
+    renderSecrets(null);
+    listing = Promise.resolve();
+  } else {
+    listing = refreshSecrets().catch((error) => announce(describeError(error), "error"));
+  }
+  return listing;
 }
 
 async function findWallets(): Promise<void> {
@@ -128,11 +130,12 @@ async function connect(): Promise<void> {
     ui.wallet.dataset.state = "signing";
     announce(`Check ${wallet.info.name}: sign the message to continue.`);
     try {
+      // The session change that sign-in stores shows the card and reads the list.
       const session = await client.signIn(wallet.provider);
       announce(`Signed in as ${shortAddress(session.user.walletAddress)}.`, "success");
-      await refreshSecrets();
+      await listing;
     } catch (error) {
-      showSession(null);
+      showSession(await client.getSession());
       if (error instanceof SignatureRejectedError) {
         ui.wallet.dataset.state = "signature-rejected";
         announce(
@@ -151,8 +154,6 @@ async function connect(): Promise<void> {
 async function signOut(): Promise<void> {
   await busy(ui.signOut, async () => {
     await client.signOut();
-    clearValueFields();
-    renderSecrets(null);
     announce("Signed out.", "success");
     ui.connect.focus();
   });
@@ -167,8 +168,6 @@ async function signOutEverywhere(): Promise<void> {
       announce(`Could not sign out everywhere: ${describeError(error)}`, "error");
       return;
     }
-    clearValueFields();
-    renderSecrets(null);
     announce("Signed out on every device.", "success");
     ui.connect.focus();
   });
@@ -234,12 +233,9 @@ async function deleteSecret(secretType: SecretType, button: HTMLButtonElement): 
   });
 }
 
-/** When the service ended the session, the page goes back to the signed-out state. */
+/** When the service ended the session (or another tab did), the page shows what is stored. */
 async function afterFailure(error: unknown): Promise<void> {
-  if (error instanceof VaultError && (await client.getSession()) === null) {
-    clearValueFields();
-    renderSecrets(null);
-  }
+  if (error instanceof VaultError) await sessionChanged(await client.getSession());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -273,19 +269,10 @@ async function start(): Promise<void> {
   ui.connect.addEventListener("click", () => void connect());
   ui.signOut.addEventListener("click", () => void signOut());
   ui.signOutEverywhere.addEventListener("click", () => void signOutEverywhere());
-  client.onSessionChange(showSession);
+  client.onSessionChange((session) => void sessionChanged(session));
 
-  const session = await client.getSession();
-  showSession(session);
   renderSecrets(null);
-  if (session) {
-    try {
-      await refreshSecrets();
-    } catch (error) {
-      announce(describeError(error), "error");
-      showSession(await client.getSession());
-    }
-  }
+  await sessionChanged(await client.getSession());
   await findWallets();
   // Lets tests (and impatient users' scripts) know the page is wired up.
   ui.wallet.dataset.ready = "true";

@@ -22,9 +22,10 @@ import {
 import { SignatureRejectedError, VaultError, type VaultErrorCode } from "./errors.ts";
 import { createServiceCall } from "./service-call.ts";
 import {
+  createSessionStore,
   defaultStorage,
-  parseStoredSession,
   sessionFromAnswer,
+  type SessionListener,
   type VaultSession,
   type VaultStorage,
 } from "./session-storage.ts";
@@ -36,7 +37,7 @@ export type { DiscoveredWallet, Eip1193Provider, Eip6963ProviderInfo } from "./e
 export { SignatureRejectedError, VaultError } from "./errors.ts";
 export type { ClientErrorCode, VaultErrorCode } from "./errors.ts";
 export { memoryStorage } from "./session-storage.ts";
-export type { VaultSession, VaultStorage } from "./session-storage.ts";
+export type { SessionListener, VaultSession, VaultStorage } from "./session-storage.ts";
 export type * from "./types.ts";
 
 // Codes after which the stored session is useless: it is forgotten rather than retried forever.
@@ -59,11 +60,14 @@ export interface VaultClientOptions {
   /** Refresh this many seconds before the access token expires (default 60). */
   readonly refreshMarginSeconds?: number;
   readonly fetch?: typeof fetch;
+  /**
+   * Per call, including reading the answer (default 10 s). It also bounds how long a refresh holds
+   * the cross-tab lock, so one unanswered request cannot stall every tab (sign-out included).
+   */
+  readonly timeoutMs?: number;
   /** The clock, in milliseconds (tests). */
   readonly now?: () => number;
 }
-
-export type SessionListener = (session: VaultSession | null) => void;
 
 export interface SignOutOptions {
   /** "local": this session (default); "global": every session of the creator, as Supabase Auth. */
@@ -86,7 +90,10 @@ export interface VaultClient {
   signOut(options?: SignOutOptions): Promise<{ readonly revokedOnServer: boolean }>;
   /** The stored session, without touching the network; null when signed out. */
   getSession(): Promise<VaultSession | null>;
-  /** Notified on sign-in, refresh, sign-out and when the service ends the session. */
+  /**
+   * Notified on sign-in, refresh, sign-out and when the service ends the session, whether this
+   * client or another tab's (through the storage event, when the session is in localStorage).
+   */
   onSessionChange(listener: SessionListener): () => void;
   /** Configuration status only, without a session. */
   status(): Promise<SecretsStatus>;
@@ -109,28 +116,19 @@ export function createVaultClient(options: VaultClientOptions): VaultClient {
   const storageKey = options.storageKey ?? `wallet-vault.session:${baseUrl}`;
   const now = options.now ?? Date.now;
   const marginSeconds = options.refreshMarginSeconds ?? 60;
-  const listeners = new Set<SessionListener>();
+  const sessions = createSessionStore(storage, storageKey);
+  const readSession = sessions.read;
+  const writeSession = sessions.write;
   let refreshing: Promise<VaultSession> | null = null;
 
-  const call = createServiceCall({ baseUrl, fetch: options.fetch, apiKey: options.apiKey });
+  const call = createServiceCall({
+    baseUrl,
+    fetch: options.fetch,
+    apiKey: options.apiKey,
+    timeoutMs: options.timeoutMs,
+  });
 
   // --- session ---------------------------------------------------------------------------------
-
-  async function readSession(): Promise<VaultSession | null> {
-    return parseStoredSession(await storage.getItem(storageKey));
-  }
-
-  async function writeSession(session: VaultSession | null): Promise<void> {
-    if (session === null) await storage.removeItem(storageKey);
-    else await storage.setItem(storageKey, JSON.stringify(session));
-    for (const listener of listeners) {
-      try {
-        listener(session);
-      } catch {
-        // A listener's bug must not break the client's own bookkeeping.
-      }
-    }
-  }
 
   const toSession = (body: unknown) => sessionFromAnswer(body, now());
 
@@ -155,7 +153,9 @@ export function createVaultClient(options: VaultClientOptions): VaultClient {
         await writeSession(next);
         return next;
       } catch (error) {
-        if (error instanceof VaultError && SESSION_ENDED.has(error.code)) await writeSession(null);
+        if (error instanceof VaultError && SESSION_ENDED.has(error.code)) {
+          await sessions.forget(current);
+        }
         throw error;
       }
     }).finally(() => {
@@ -191,7 +191,7 @@ export function createVaultClient(options: VaultClientOptions): VaultClient {
           session = await refresh(session);
           continue;
         }
-        if (SESSION_ENDED.has(error.code)) await writeSession(null);
+        if (SESSION_ENDED.has(error.code)) await sessions.forget(session);
         throw error;
       }
     }
@@ -259,10 +259,7 @@ export function createVaultClient(options: VaultClientOptions): VaultClient {
     signIn,
     signOut,
     getSession: readSession,
-    onSessionChange(listener) {
-      listeners.add(listener);
-      return () => void listeners.delete(listener);
-    },
+    onSessionChange: sessions.onChange,
     status: () => call<SecretsStatus>("GET", "/secrets"),
     listSecrets: () => authed<SecretsStatus>("GET", "/secrets"),
     saveSecret: (secretType, value) => authed<SaveResult>("PUT", "/secrets", { secretType, value }),

@@ -23,11 +23,12 @@ export type ClientErrorCode =
   | "message_mismatch"
   /** An operation that needs a session was called without one. */
   | "not_signed_in"
-  // Live-run server client
+  // Both clients
   /** No complete answer within timeoutMs; not retried, the service may just be slow. */
   | "timeout"
-  /** A 3xx answer: never followed, since following would carry the reveal token elsewhere. */
+  /** A 3xx answer: never followed, since it would carry the body and the keys elsewhere. */
   | "redirect_refused"
+  // Live-run server client
   /** RevealedSecrets.get() of a type the reveal did not return. */
   | "secret_not_revealed"
   /** From planRoute: no stored key enables the step, or an unknown step kind/provider. */

@@ -19,7 +19,8 @@ import {
   type SecretType,
   type StepKind,
 } from "../functions/_shared/vault/secret-types.ts";
-import { serviceError, VaultError } from "./errors.ts";
+import { VaultError } from "./errors.ts";
+import { checkedTimeout, DEFAULT_TIMEOUT_MS, requestJson } from "./service-call.ts";
 import { type RevealedEntry, RevealedSecrets, StepCredentials } from "./revealed-secrets.ts";
 import type { RevealedSecret } from "./types.ts";
 
@@ -28,7 +29,7 @@ export { VaultError } from "./errors.ts";
 export type { ClientErrorCode, VaultErrorCode } from "./errors.ts";
 export { RevealedSecrets, StepCredentials } from "./revealed-secrets.ts";
 
-export const DEFAULT_TIMEOUT_MS = 10_000;
+export { DEFAULT_TIMEOUT_MS };
 
 export interface VaultServerClientOptions {
   /**
@@ -68,80 +69,21 @@ export function createVaultServerClient(options: VaultServerClientOptions): Vaul
   if (typeof options.revealToken !== "string" || options.revealToken.length === 0) {
     throw new TypeError("createVaultServerClient: revealToken is required.");
   }
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  if (!(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
-    throw new TypeError("createVaultServerClient: timeoutMs must be a positive number.");
-  }
+  const timeoutMs = checkedTimeout(options.timeoutMs, "createVaultServerClient");
   // Looked up per call, so a fetch installed after the client was made is still used.
   const fetchFn: typeof fetch = options.fetch ?? ((input, init) => fetch(input, init));
 
   /** One request, retried once if it never got an answer; returns the parsed JSON of a 2xx. */
   async function request(url: string, init: RequestInit): Promise<unknown> {
     try {
-      return await attempt(url, init);
+      return await requestJson(fetchFn, url, init, timeoutMs);
     } catch (error) {
-      // Only a request that got no answer at all: a 4xx/5xx is the service's verdict, and a
-      // timeout means it may still be working on the first one.
+      // Only a request that got no answer at all: a 4xx/5xx is the service's verdict, a timeout
+      // means it may still be working on the first one, and a body cut short means the request
+      // was handled (a reveal audited and released), so it is not made twice.
       if (!(error instanceof VaultError && error.code === "network_error")) throw error;
-      return await attempt(url, init);
+      return await requestJson(fetchFn, url, init, timeoutMs);
     }
-  }
-
-  async function attempt(url: string, init: RequestInit): Promise<unknown> {
-    const signal = AbortSignal.timeout(timeoutMs);
-    let response: Response;
-    try {
-      // Never followed: fetch would resend x-service-server-secret to whatever origin the
-      // Location names (only Authorization is dropped across origins).
-      response = await fetchFn(url, { ...init, redirect: "manual", signal });
-    } catch (error) {
-      throw failure(error, signal, url);
-    }
-    if (response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400)) {
-      await response.body?.cancel().catch(() => {});
-      throw redirectRefused(url, response);
-    }
-    let text: string;
-    try {
-      text = await response.text();
-    } catch (error) {
-      // An answer came, so the request was handled (a reveal audited and released): a body cut
-      // short is not retried, or one reveal would be made twice.
-      if (signal.aborted) throw failure(error, signal, url);
-      throw new VaultError(
-        "invalid_response",
-        `The vault at ${url} answered ${response.status}, but its body could not be read in full.`,
-        { status: response.status, cause: error },
-      );
-    }
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      // JSON.parse's message quotes the text around the fault, which may be a revealed value.
-      body = undefined;
-    }
-    if (response.ok && body !== undefined) return body;
-    const error = response.ok ? null : serviceError(response.status, body, response.headers);
-    if (error !== null) throw error;
-    throw new VaultError(
-      "invalid_response",
-      `The vault at ${url} answered ${response.status} without the service's JSON body.`,
-      { status: response.status },
-    );
-  }
-
-  function failure(error: unknown, signal: AbortSignal, url: string): VaultError {
-    if (signal.aborted) {
-      return new VaultError(
-        "timeout",
-        `The vault at ${url} did not answer within ${timeoutMs} ms.`,
-      );
-    }
-    // The cause is the runtime's own error: it names the URL and the failure, never headers.
-    return new VaultError("network_error", `The vault at ${url} could not be reached.`, {
-      cause: error,
-    });
   }
 
   async function storedTypes(sessionToken: string): Promise<SecretType[]> {
@@ -246,19 +188,6 @@ function secretsUrlOf(baseUrl: string): string {
   }
   const root = `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
   return /\/api$/.test(root) ? `${root}/secrets` : `${root}/user-secrets`;
-}
-
-function redirectRefused(url: string, response: Response): VaultError {
-  // An opaque redirect (browsers) hides its status and Location; Deno shows both.
-  const location = response.headers.get("location");
-  const status = response.type === "opaqueredirect" ? null : response.status;
-  return new VaultError(
-    "redirect_refused",
-    `The vault at ${url} answered ${status ?? "a redirect"} to ${
-      location ?? "an undisclosed location"
-    }; redirects are not followed. Point baseUrl at the final address.`,
-    { status, details: location === null ? {} : { location } },
-  );
 }
 
 function routeError(error: RouteError): VaultError {

@@ -1,8 +1,85 @@
 /**
- * One JSON call from the browser client to the service: no cookies, no cache, the service's error
- * answer turned into a VaultError. Erasable TypeScript only (served to browsers as is).
+ * One JSON request to the service, as both clients (browser and live-run server) make it. It never
+ * follows a redirect: fetch would send the body (a key being saved, a refresh token) and every
+ * header but Authorization (the apikey, the reveal token) again to whatever origin the Location
+ * names. It gives up after a deadline that covers reading the answer too, and no error quotes the
+ * answer's text, which may hold a revealed value. Erasable TypeScript only (served to browsers as
+ * is).
  */
 import { serviceError, VaultError } from "./errors.ts";
+
+/** Per attempt, including reading the body. */
+export const DEFAULT_TIMEOUT_MS = 10_000;
+
+/**
+ * The parsed JSON of a 2xx answer (undefined for a 204), else a VaultError: the service's own
+ * error, `timeout`, `network_error`, `redirect_refused` or `invalid_response`.
+ */
+export async function requestJson(
+  fetchFn: typeof fetch,
+  url: string,
+  init: RequestInit,
+  timeoutMs: number,
+): Promise<unknown> {
+  const signal = AbortSignal.timeout(timeoutMs);
+  const failure = (error: unknown) =>
+    signal.aborted
+      ? new VaultError("timeout", `The vault at ${url} did not answer within ${timeoutMs} ms.`)
+      // The cause is the runtime's own error: it names the URL and the failure, never headers.
+      : new VaultError("network_error", `The vault at ${url} could not be reached.`, {
+        cause: error,
+      });
+  let response: Response;
+  try {
+    response = await fetchFn(url, { ...init, redirect: "manual", signal });
+  } catch (error) {
+    throw failure(error);
+  }
+  if (response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400)) {
+    await response.body?.cancel().catch(() => {});
+    throw redirectRefused(url, response);
+  }
+  if (response.status === 204) return undefined;
+  let text: string;
+  try {
+    text = await response.text();
+  } catch (error) {
+    if (signal.aborted) throw failure(error);
+    throw new VaultError(
+      "invalid_response",
+      `The vault at ${url} answered ${response.status}, but its body could not be read in full.`,
+      { status: response.status, cause: error },
+    );
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // JSON.parse's message quotes the text around the fault, which may be a revealed value.
+    body = undefined;
+  }
+  if (response.ok && body !== undefined) return body;
+  const error = response.ok ? null : serviceError(response.status, body, response.headers);
+  if (error !== null) throw error;
+  throw new VaultError(
+    "invalid_response",
+    `The vault at ${url} answered ${response.status} without the service's JSON body.`,
+    { status: response.status },
+  );
+}
+
+function redirectRefused(url: string, response: Response): VaultError {
+  // An opaque redirect (browsers) hides its status and Location; Deno shows both.
+  const location = response.headers.get("location");
+  const status = response.type === "opaqueredirect" ? null : response.status;
+  return new VaultError(
+    "redirect_refused",
+    `The vault at ${url} answered ${status ?? "a redirect"} to ${
+      location ?? "an undisclosed location"
+    }; redirects are not followed. Point baseUrl at the final address.`,
+    { status, details: location === null ? {} : { location } },
+  );
+}
 
 export interface ServiceCallOptions {
   /** The API root without a trailing slash. */
@@ -10,6 +87,8 @@ export interface ServiceCallOptions {
   readonly fetch?: typeof fetch;
   /** A Supabase anon or publishable key, sent as `apikey`. */
   readonly apiKey?: string;
+  /** Per call, including reading the answer (default DEFAULT_TIMEOUT_MS). */
+  readonly timeoutMs?: number;
 }
 
 export type ServiceCall = <T>(
@@ -18,8 +97,11 @@ export type ServiceCall = <T>(
   init?: { body?: unknown; accessToken?: string },
 ) => Promise<T>;
 
+/** The browser client's calls: no cookies, no cache, and requestJson's rules. */
 export function createServiceCall(options: ServiceCallOptions): ServiceCall {
-  const fetchImpl = options.fetch ?? globalThis.fetch.bind(globalThis);
+  const timeoutMs = checkedTimeout(options.timeoutMs, "createVaultClient");
+  // Looked up per call, so a fetch installed after the client was made is still used.
+  const fetchFn: typeof fetch = options.fetch ?? ((input, init) => fetch(input, init));
   return async function call<T>(
     method: "GET" | "POST" | "PUT" | "DELETE",
     path: string,
@@ -29,34 +111,21 @@ export function createServiceCall(options: ServiceCallOptions): ServiceCall {
     if (init.body !== undefined) headers["content-type"] = "application/json";
     if (init.accessToken !== undefined) headers.authorization = `Bearer ${init.accessToken}`;
     if (options.apiKey) headers.apikey = options.apiKey;
-    let response: Response;
-    try {
-      response = await fetchImpl(`${options.baseUrl}${path}`, {
-        method,
-        headers,
-        body: init.body === undefined ? undefined : JSON.stringify(init.body),
-        credentials: "omit",
-        cache: "no-store",
-      });
-    } catch (cause) {
-      throw new VaultError("network_error", "The vault service could not be reached.", { cause });
-    }
-    if (response.status === 204) return undefined as T;
-    let body: unknown;
-    try {
-      body = await response.json();
-    } catch (cause) {
-      throw new VaultError("invalid_response", `The service answered ${response.status}.`, {
-        status: response.status,
-        cause,
-      });
-    }
-    if (!response.ok) {
-      throw serviceError(response.status, body) ??
-        new VaultError("invalid_response", `The service answered ${response.status}.`, {
-          status: response.status,
-        });
-    }
-    return body as T;
+    return await requestJson(fetchFn, `${options.baseUrl}${path}`, {
+      method,
+      headers,
+      body: init.body === undefined ? undefined : JSON.stringify(init.body),
+      credentials: "omit",
+      cache: "no-store",
+    }, timeoutMs) as T;
   };
+}
+
+/** A client's timeoutMs option: the default when absent, else a positive number. */
+export function checkedTimeout(timeoutMs: number | undefined, client: string): number {
+  const checked = timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  if (!(Number.isFinite(checked) && checked > 0)) {
+    throw new TypeError(`${client}: timeoutMs must be a positive number.`);
+  }
+  return checked;
 }

@@ -48,6 +48,72 @@ export function defaultStorage(): VaultStorage {
   return memoryStorage();
 }
 
+export type SessionListener = (session: VaultSession | null) => void;
+
+/** The fields of a browser's StorageEvent this module reads (Deno's types have no StorageEvent). */
+interface StorageChange {
+  readonly key: string | null;
+  readonly newValue: string | null;
+  readonly storageArea: unknown;
+}
+
+/** The session under one storage key, and who is told when it changes. */
+export interface SessionStore {
+  read(): Promise<VaultSession | null>;
+  write(session: VaultSession | null): Promise<void>;
+  /**
+   * Forgets `ended` (the service said it has ended), unless another tab or call has stored a newer
+   * session meanwhile: an answer about the old session must not sign the newer one out.
+   */
+  forget(ended: VaultSession): Promise<void>;
+  /** Told of every change, this client's and, through the storage event, other tabs'. */
+  onChange(listener: SessionListener): () => void;
+}
+
+export function createSessionStore(storage: VaultStorage, key: string): SessionStore {
+  const listeners = new Set<SessionListener>();
+  const notify = (session: VaultSession | null) => {
+    for (const listener of listeners) {
+      try {
+        listener(session);
+      } catch {
+        // A listener's bug must not break the client's own bookkeeping.
+      }
+    }
+  };
+  const read = async () => parseStoredSession(await storage.getItem(key));
+  const write = async (session: VaultSession | null) => {
+    if (session === null) await storage.removeItem(key);
+    else await storage.setItem(key, JSON.stringify(session));
+    notify(session);
+  };
+
+  // Another tab signed in, refreshed or signed out: a page showing this session must hear of it,
+  // or it would go on showing one creator while its calls act as another. (localStorage only.)
+  (globalThis as { addEventListener?: typeof addEventListener }).addEventListener?.(
+    "storage",
+    (event) => {
+      const { key: changed, newValue, storageArea } = event as Event & StorageChange;
+      // A null key: the whole storage was cleared.
+      if (storageArea !== storage || (changed !== key && changed !== null)) return;
+      notify(parseStoredSession(changed === null ? null : newValue));
+    },
+  );
+
+  return {
+    read,
+    write,
+    async forget(ended) {
+      const current = await read();
+      if (current !== null && current.refreshToken === ended.refreshToken) await write(null);
+    },
+    onChange(listener) {
+      listeners.add(listener);
+      return () => void listeners.delete(listener);
+    },
+  };
+}
+
 /** Reads a stored session, treating anything malformed as no session. */
 export function parseStoredSession(text: string | null): VaultSession | null {
   if (text === null) return null;

@@ -522,6 +522,38 @@ Deno.test({
       );
 
       await t.step(
+        "another tab follows a sign-in and a sign-out, and drops what was typed before",
+        async () => {
+          const tab = await first.context.newPage();
+          try {
+            await openSettings(tab, origin);
+            assert.equal(await tab.locator("#wallet").getAttribute("data-state"), "signed-out");
+            await page.getByRole("button", { name: "Connect wallet" }).click();
+            await expectStatus(page, "Signed in as");
+            // The other tab hears of it (the storage event): its card and list are the creator's.
+            await tab.locator('#wallet[data-state="signed-in"]').waitFor();
+            assert.equal(
+              await tab.locator("#address").textContent(),
+              shortAddress(first.wallet.account.address),
+            );
+            await tab.locator('li.secret[data-secret-type="provider_a_api_key"][data-saved="true"]')
+              .waitFor();
+            const typed = tab.getByLabel("New value for provider_c_key");
+            await typed.fill(randomKey("sk-c-typed-for-this-creator"));
+            await page.getByRole("button", { name: "Sign out", exact: true }).click();
+            await expectStatus(page, "Signed out.");
+            // Signed out there too, and nothing typed is left to be saved for whoever comes next.
+            await tab.locator('#wallet[data-state="signed-out"]').waitFor();
+            assert.equal(await typed.inputValue(), "");
+            assert.equal(await tab.locator('li.secret[data-saved="true"]').count(), 0);
+            assert.deepEqual(first.pageErrors, []);
+          } finally {
+            await tab.close();
+          }
+        },
+      );
+
+      await t.step(
         "signing out everywhere ends the wallet's sessions on every device, and no one else's",
         async () => {
           await page.getByRole("button", { name: "Connect wallet" }).click();

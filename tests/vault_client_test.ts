@@ -14,13 +14,13 @@ import {
   memoryStorage,
   SignatureRejectedError,
   type VaultClientOptions,
-  VaultError,
   type VaultStorage,
 } from "../sdk/browser.ts";
 import { type NonceResponse, signInMessageMismatch } from "../sdk/sign-in-message.ts";
 import { createSessionTokens } from "../functions/_shared/auth/session-tokens.ts";
 import { bearer, newWallet, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
+import { rejects } from "./support/vault-error.ts";
 
 interface WalletOptions {
   readonly account?: PrivateKeyAccount;
@@ -80,16 +80,6 @@ function clientFor(
 async function stored(storage: VaultStorage): Promise<Record<string, unknown> | null> {
   const text = await storage.getItem("wallet-vault.session:http://127.0.0.1:54321/api");
   return text === null ? null : JSON.parse(text);
-}
-
-async function rejects(promise: Promise<unknown>): Promise<VaultError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.ok(error instanceof VaultError, `expected a VaultError, got ${error}`);
-    return error;
-  }
-  assert.fail("expected the call to fail");
 }
 
 function sessionIdOf(accessToken: string): string {

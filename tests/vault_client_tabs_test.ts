@@ -1,0 +1,168 @@
+/**
+ * The browser client (sdk/browser.ts) where the network or another tab misbehaves: a redirect is
+ * never followed (the body would go to another origin), a call that gets no answer gives up and
+ * frees the cross-tab refresh lock, an answer about an old session does not sign a newer one out,
+ * and another tab's sign-in or sign-out reaches this tab's listeners. Real loopback servers where
+ * the transport matters; the service itself is not needed.
+ */
+import assert from "node:assert/strict";
+import {
+  createVaultClient,
+  memoryStorage,
+  type VaultSession,
+  type VaultStorage,
+} from "../sdk/browser.ts";
+import { rejects } from "./support/vault-error.ts";
+
+const KEY = "wallet-vault.session:test";
+
+function session(name: string, expiresAt = Math.floor(Date.now() / 1000) + 3600): VaultSession {
+  return {
+    accessToken: `access-${name}`,
+    refreshToken: `refresh-${name}`,
+    expiresAt,
+    user: { id: `user-${name}`, walletAddress: `0x${name.padEnd(40, "0")}` },
+  };
+}
+
+async function storageWith(value: VaultSession | null): Promise<VaultStorage> {
+  const storage = memoryStorage();
+  if (value !== null) await storage.setItem(KEY, JSON.stringify(value));
+  return storage;
+}
+
+/** Fails instead of hanging the suite when `promise` is still pending after `ms`. */
+function settlesWithin<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const stuck = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: still pending after ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, stuck]).finally(() => clearTimeout(timer));
+}
+
+Deno.test("a redirect is refused: the key being saved never reaches the other origin", async () => {
+  const received: string[] = [];
+  const other = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
+    received.push(`${request.method} ${await request.text()}`);
+    return Response.json({ secretType: "provider_b_key", updatedAt: new Date().toISOString() });
+  });
+  const vault = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    (request) =>
+      new Response(null, {
+        status: 307,
+        headers: {
+          location: `http://127.0.0.1:${other.addr.port}${new URL(request.url).pathname}`,
+        },
+      }),
+  );
+  try {
+    const client = createVaultClient({
+      baseUrl: `http://127.0.0.1:${vault.addr.port}/api`,
+      storage: await storageWith(session("a")),
+      storageKey: KEY,
+      apiKey: "sb_publishable_test",
+    });
+    const error = await rejects(client.saveSecret("provider_b_key", "sk-live-not-for-them"));
+    assert.equal(error.code, "redirect_refused");
+    assert.equal(error.status, 307);
+    assert.ok(!error.message.includes("sk-live"), "the error quotes nothing of the body");
+    assert.deepEqual(received, []);
+  } finally {
+    await vault.shutdown();
+    await other.shutdown();
+  }
+});
+
+Deno.test("a call that gets no answer times out, and a hung refresh does not hold up sign-out", async () => {
+  const requests: string[] = [];
+  const never = Promise.withResolvers<Response>();
+  const silent = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request) => {
+    requests.push(new URL(request.url).pathname);
+    return never.promise;
+  });
+  try {
+    // The access token is due for a refresh, so the first call refreshes, under the lock.
+    const storage = await storageWith(session("a", Math.floor(Date.now() / 1000)));
+    const client = createVaultClient({
+      baseUrl: `http://127.0.0.1:${silent.addr.port}/api`,
+      storage,
+      storageKey: KEY,
+      timeoutMs: 300,
+    });
+    const error = await settlesWithin(rejects(client.listSecrets()), 10_000, "listSecrets");
+    assert.equal(error.code, "timeout");
+    assert.deepEqual(requests, ["/api/auth/refresh"]);
+    // A timeout says nothing about the session: it is kept.
+    assert.equal((await client.getSession())?.refreshToken, "refresh-a");
+    // Sign-out is best effort: its own refresh times out too, and the session is forgotten.
+    const signedOut = await settlesWithin(client.signOut(), 10_000, "signOut");
+    assert.deepEqual(signedOut, { revokedOnServer: false });
+    assert.equal(await client.getSession(), null);
+  } finally {
+    never.resolve(new Response(null, { status: 503 }));
+    await silent.shutdown();
+  }
+});
+
+Deno.test("an answer about an old session does not sign out the newer one another tab stored", async () => {
+  const storage = await storageWith(session("old"));
+  const answer = Promise.withResolvers<void>();
+  const asked = Promise.withResolvers<void>();
+  const tab = createVaultClient({
+    baseUrl: "http://127.0.0.1:54321/api",
+    storage,
+    storageKey: KEY,
+    fetch: async () => {
+      asked.resolve();
+      await answer.promise;
+      return Response.json(
+        { error: { code: "session_revoked", message: "This session has ended; sign in again." } },
+        { status: 401 },
+      );
+    },
+  });
+  const listing = rejects(tab.listSecrets());
+  await asked.promise;
+  // Meanwhile another tab signed out and in again: storage holds a new session.
+  await storage.setItem(KEY, JSON.stringify(session("new")));
+  answer.resolve();
+  assert.equal((await listing).code, "session_revoked");
+  assert.equal((await tab.getSession())?.refreshToken, "refresh-new");
+
+  // When the answer is about the session still stored, it is forgotten.
+  const again = rejects(tab.listSecrets());
+  assert.equal((await again).code, "session_revoked");
+  assert.equal(await tab.getSession(), null);
+});
+
+Deno.test("another tab's sign-in and sign-out reach this tab's listeners, and only its own key's", async () => {
+  const storage = await storageWith(null);
+  const client = createVaultClient({
+    baseUrl: "http://127.0.0.1:54321/api",
+    storage,
+    storageKey: KEY,
+    fetch: () => Promise.reject(new TypeError("no network in this test")),
+  });
+  const seen: (string | null)[] = [];
+  const stop = client.onSessionChange((changed) => seen.push(changed?.user.id ?? null));
+  // What a browser dispatches in the other tabs when one tab writes localStorage.
+  const storageEvent = (key: string | null, newValue: string | null, area: unknown = storage) =>
+    globalThis.dispatchEvent(
+      Object.assign(new Event("storage"), { key, newValue, storageArea: area }),
+    );
+  try {
+    storageEvent(KEY, JSON.stringify(session("y")));
+    storageEvent("someone-else's-key", JSON.stringify(session("z")));
+    storageEvent(KEY, JSON.stringify(session("z")), memoryStorage()); // another storage area
+    storageEvent(KEY, "not a session");
+    storageEvent(KEY, null);
+    storageEvent(KEY, JSON.stringify(session("w")));
+    storageEvent(null, null); // the whole storage cleared
+    assert.deepEqual(seen, ["user-y", null, null, "user-w", null]);
+  } finally {
+    stop();
+  }
+  storageEvent(KEY, JSON.stringify(session("v")));
+  assert.equal(seen.length, 5, "a listener that stopped hears nothing more");
+});
