@@ -256,6 +256,10 @@ export function serveWithLimits(
         accepting = false;
         listener.close();
         await acceptLoop;
+        // Each connection ends after the answer in progress (or now, if idle): one whose head
+        // deadline was re-armed after an answer would otherwise hold the graceful shutdown below
+        // open until that deadline.
+        for (const tunnel of tunnels) tunnel.endWhenIdle();
         // Deno's graceful shutdown: requests in flight finish, idle connections close.
         await inner.shutdown();
         for (const tunnel of tunnels) tunnel.destroy();

@@ -66,6 +66,12 @@ export class Tunnel {
     this.#closeWhenIdle = true;
   }
 
+  /** The server is stopping: end the connection now if idle, else once its response is out. */
+  endWhenIdle(): void {
+    this.#closeWhenIdle = true;
+    if (this.#active === 0 && !this.#closed) this.#drain(true);
+  }
+
   destroy(): void {
     if (this.#closed) return;
     this.#closed = true;

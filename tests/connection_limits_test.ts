@@ -290,6 +290,31 @@ Deno.test("shutdown runs once: a second call (a second signal) waits for the fir
   assert.equal(server.openConnections, 0);
 });
 
+Deno.test("shutdown ends a connection whose body is still on its way, without waiting out a deadline", async () => {
+  const entered = Promise.withResolvers<void>();
+  // Deadlines longer than the safety wait: a shutdown that waited for one fails the test.
+  const server = serveWithLimits(
+    { hostname: "127.0.0.1", port: 0, limits: { headerTimeoutMs: 60_000, bodyTimeoutMs: 60_000 } },
+    async (request) => {
+      entered.resolve();
+      return new Response(await request.text().catch(() => "cut short"));
+    },
+  );
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.addr.port });
+  await conn.write(
+    encoder.encode("PUT / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789"),
+  );
+  await entered.promise;
+  const stopping = server.shutdown();
+  await readUntilClosed(conn);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const stuck = new Promise<"stuck">((resolve) => timer = setTimeout(resolve, SAFETY_MS, "stuck"));
+  const outcome = await Promise.race([stopping.then(() => "stopped" as const), stuck]);
+  clearTimeout(timer);
+  assert.equal(outcome, "stopped");
+  assert.equal(server.openConnections, 0);
+});
+
 Deno.test("a request made straight to the internal port is refused with 421", async () => {
   let handled = 0;
   await using server = serve({}, () => {
