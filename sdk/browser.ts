@@ -48,6 +48,9 @@ const SESSION_ENDED = new Set<VaultErrorCode>([
   "refresh_token_reused",
 ]);
 
+// Failures after which a refresh may have happened unseen: retried once with the same token.
+const RETRIED = new Set<VaultErrorCode>(["timeout", "network_error"]);
+
 export interface VaultClientOptions {
   /** The API root, e.g. http://127.0.0.1:54321/api or https://<ref>.supabase.co/functions/v1/api. */
   readonly baseUrl: string;
@@ -146,9 +149,16 @@ export function createVaultClient(options: VaultClientOptions): VaultClient {
       const current = await readSession();
       if (current === null) throw notSignedIn();
       if (current.refreshToken !== stale.refreshToken && !needsRefresh(current)) return current;
+      const rotate = () =>
+        call("POST", "/auth/refresh", { body: { refresh_token: current.refreshToken } });
       try {
         const next = toSession(
-          await call("POST", "/auth/refresh", { body: { refresh_token: current.refreshToken } }),
+          await rotate().catch((error) => {
+            // The service may have rotated and the answer been lost: the same token again, soon,
+            // gets the same successor (not a verdict of theft), so one retry is safe.
+            if (!(error instanceof VaultError && RETRIED.has(error.code))) throw error;
+            return rotate();
+          }),
         );
         await writeSession(next);
         return next;

@@ -15,6 +15,7 @@ import { createSiweMessage } from "viem/siwe";
 import { createServiceContext } from "../functions/_shared/context.ts";
 import type { LogFields, Logger } from "../functions/_shared/http/log.ts";
 import { hashRefreshToken } from "../functions/_shared/auth/refresh-tokens.ts";
+import { RETRY_GRACE_SECONDS } from "../functions/wallet-proof/refresh.ts";
 import { createSessionTokens, TOKEN_ISSUER } from "../functions/_shared/auth/session-tokens.ts";
 import { generateNonce } from "../functions/_shared/auth/siwe.ts";
 import { createLocalApp } from "../server/app.ts";
@@ -554,6 +555,42 @@ describeWithDatabase("wallet sign-in", {
     );
   },
 
+  async "a refresh sent again (its answer lost) gets the same successor, not a verdict of theft"(
+    app,
+  ) {
+    const signedIn = await signIn(app);
+    const refresh = (token: string) =>
+      post(app.fetch, "/api/auth/refresh", { refresh_token: token });
+    // Two at once, as a retry racing a late first answer: one rotation, one successor for both.
+    const [first, retried] = await Promise.all([
+      ok<SessionAnswer>(refresh(signedIn.refreshToken)),
+      ok<SessionAnswer>(refresh(signedIn.refreshToken)),
+    ]);
+    assert.equal(retried.refresh_token, first.refresh_token);
+    const [{ tokens }] = await app.database.db.query<{ tokens: number }>(
+      `select count(*)::int as tokens from public.auth_refresh_tokens t
+         join public.auth_sessions s on s.id = t.session_id where s.user_id = $1`,
+      [signedIn.userId],
+    );
+    assert.equal(tokens, 2, "the first token and its one successor");
+    await ok(secrets(app.fetch, retried.access_token));
+    // Once the successor has been used, the old token again can only be a copy.
+    const onward = await ok<SessionAnswer>(refresh(first.refresh_token));
+    await expectError(refresh(signedIn.refreshToken), 401, "refresh_token_reused");
+    await expectError(secrets(app.fetch, onward.access_token), 401, "session_revoked");
+
+    // Past the grace, even with the successor unused, a spent token sent again is theft.
+    const late = await signIn(app);
+    const rotated = await ok<SessionAnswer>(refresh(late.refreshToken));
+    await app.database.db.query(
+      `update public.auth_refresh_tokens set used_at = now() - make_interval(secs => $2)
+        where token_hash = $1`,
+      [await hashRefreshToken(late.refreshToken), RETRY_GRACE_SECONDS + 1],
+    );
+    await expectError(refresh(late.refreshToken), 401, "refresh_token_reused");
+    await expectError(secrets(app.fetch, rotated.access_token), 401, "session_revoked");
+  },
+
   async "refresh rotates the refresh token; reusing a spent one revokes the whole session"(app) {
     const signedIn = await signIn(app);
     const sessionId = decodeJwt(signedIn.accessToken).session_id;
@@ -883,6 +920,10 @@ describeWithDatabase("wallet sign-in", {
         post(fetch, "/api/auth/refresh", { refresh_token: session.refresh_token }),
       );
       secretsSeen.push(rotated.access_token, rotated.refresh_token);
+      const onward = await ok<SessionAnswer>(
+        post(fetch, "/api/auth/refresh", { refresh_token: rotated.refresh_token }),
+      );
+      secretsSeen.push(onward.access_token, onward.refresh_token);
       // Reuse detection (logged by design: the event and the session id, nothing else).
       await expectError(
         post(fetch, "/api/auth/refresh", { refresh_token: session.refresh_token }),

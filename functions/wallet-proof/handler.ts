@@ -10,6 +10,7 @@ import { logoutRoute } from "./logout.ts";
 import { nonceRoute } from "./nonce.ts";
 import { proofRoute } from "./proof.ts";
 import { refreshRoute } from "./refresh.ts";
+import { refreshSuccessors } from "../_shared/auth/refresh-tokens.ts";
 
 export const FUNCTION_NAME = "wallet-proof";
 
@@ -23,7 +24,17 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
       path: "",
       handle: proofRoute({ db, sessions, config, signInOrigins, checkContractProof }),
     },
-    { method: "POST", path: "/refresh", handle: refreshRoute({ db, sessions, config, log }) },
+    {
+      method: "POST",
+      path: "/refresh",
+      handle: refreshRoute({
+        db,
+        sessions,
+        config,
+        log,
+        successorOf: refreshSuccessors(config.jwtSecret),
+      }),
+    },
     { method: "POST", path: "/logout", handle: logoutRoute({ db, sessions, config }) },
   ]);
 }

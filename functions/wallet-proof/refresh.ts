@@ -1,9 +1,12 @@
-/** POST /wallet-proof/refresh: a refresh token rotated for a new session answer, reuse detected. */
+/**
+ * POST /wallet-proof/refresh: a refresh token rotated for a new session answer, reuse detected. A
+ * retry of a refresh whose answer was lost is not reuse: it gets the same successor again.
+ */
 import { z } from "zod";
 import type { AppConfig } from "../_shared/config/config.ts";
 import type { Database } from "../_shared/db/db.ts";
 import { clientIp, RATE_LIMIT_WINDOW_SECONDS, rateLimited } from "../_shared/auth/rate-limit.ts";
-import { hashRefreshToken, newRefreshToken } from "../_shared/auth/refresh-tokens.ts";
+import { hashRefreshToken, type RefreshSuccessor } from "../_shared/auth/refresh-tokens.ts";
 import type { SessionTokens } from "../_shared/auth/session-tokens.ts";
 import { readJson } from "../_shared/http/bodies.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
@@ -47,11 +50,41 @@ const ROTATE = `with attempt as (
         from spent join fresh on true join public.wallet_users u on u.id = spent.user_id
     ) rotated on true`;
 
+/**
+ * A spent token sent again this soon after its use, while its successor is still unused, is the
+ * same client retrying after a lost or late answer (the clients give up after 10 s and retry once),
+ * and is answered with that successor again, as Supabase Auth's reuse interval does. Later, or
+ * once the successor has been used, it can only be a copy: the session is revoked.
+ */
+export const RETRY_GRACE_SECONDS = 30;
+
+/** The presented token as stored, and whether sending it again is a retry (see above). */
+const PRESENTED = `select t.session_id, s.user_id, u.wallet_address, t.used_at is not null as used,
+         (s.revoked_at is not null or s.expires_at <= now()) as revoked,
+         t.used_at > now() - make_interval(secs => $3) and exists (
+           select 1 from public.auth_refresh_tokens n
+            where n.token_hash = $2 and n.session_id = t.session_id and n.used_at is null
+         ) as retry
+    from public.auth_refresh_tokens t
+    join public.auth_sessions s on s.id = t.session_id
+    join public.wallet_users u on u.id = s.user_id
+   where t.token_hash = $1`;
+
+type Presented = {
+  session_id: string;
+  user_id: string;
+  wallet_address: string;
+  used: boolean;
+  revoked: boolean;
+  retry: boolean;
+};
+
 export interface RefreshDeps {
   readonly db: Database;
   readonly sessions: SessionTokens;
   readonly config: Pick<AppConfig, "accessTokenTtlSeconds" | "clientIp" | "rateLimits">;
   readonly log: Logger;
+  readonly successorOf: RefreshSuccessor;
 }
 
 export function refreshRoute(deps: RefreshDeps): Handler {
@@ -60,12 +93,13 @@ export function refreshRoute(deps: RefreshDeps): Handler {
   return async function refresh(request) {
     const body = parseRequest(refreshRequest, await readJson(request));
     const presented = await hashRefreshToken(body.refresh_token);
-    const next = newRefreshToken();
+    const next = await deps.successorOf(body.refresh_token);
+    const nextHash = await hashRefreshToken(next);
     // One statement: the client's attempt is counted first, and within its limit the presented
     // token is spent and its successor stored. Over the limit nothing is spent or looked up.
     const [attempt] = await db.query<RefreshAttempt>(ROTATE, [
       presented,
-      await hashRefreshToken(next),
+      nextHash,
       `refresh:ip:${clientIp(request, deps.config.clientIp)}`,
       RATE_LIMIT_WINDOW_SECONDS,
       deps.config.rateLimits.refreshPerIpPerMinute,
@@ -80,19 +114,24 @@ export function refreshRoute(deps: RefreshDeps): Handler {
         walletAddress: attempt.wallet_address,
       }, next);
     }
-    const [known] = await db.query<{ session_id: string; used: boolean; revoked: boolean }>(
-      `select t.session_id, t.used_at is not null as used,
-              (s.revoked_at is not null or s.expires_at <= now()) as revoked
-         from public.auth_refresh_tokens t join public.auth_sessions s on s.id = t.session_id
-        where t.token_hash = $1`,
-      [presented],
-    );
+    const [known] = await db.query<Presented>(PRESENTED, [
+      presented,
+      nextHash,
+      RETRY_GRACE_SECONDS,
+    ]);
     // Revoking below needs evidence of reuse, a spent token; anything else is just not valid.
     if (known === undefined || (!known.used && !known.revoked)) {
       throw new ServiceError("invalid_refresh_token", "This refresh token is not valid.");
     }
     if (known.revoked) {
       throw new ServiceError("session_revoked", "This session has ended; sign in again.");
+    }
+    if (known.retry) {
+      return sessionAnswer(deps, {
+        userId: known.user_id,
+        sessionId: known.session_id,
+        walletAddress: known.wallet_address,
+      }, next);
     }
     // A spent token presented again means it was copied: end the whole session (theft detection).
     await db.query(

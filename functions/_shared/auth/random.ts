@@ -1,8 +1,7 @@
 /** Random tokens as URL-safe text (base64url without padding). */
 export function randomBase64Url(bytes: number): string {
-  const raw = crypto.getRandomValues(new Uint8Array(bytes));
-  return btoa(String.fromCharCode(...raw)).replaceAll("+", "-").replaceAll("/", "_").replace(
-    /=+$/,
-    "",
-  );
+  return crypto.getRandomValues(new Uint8Array(bytes)).toBase64({
+    alphabet: "base64url",
+    omitPadding: true,
+  });
 }
