@@ -23,7 +23,7 @@
 import { ServiceError } from "../functions/_shared/http/errors.ts";
 import { errorResponse } from "../functions/_shared/http/responses.ts";
 import { invalidHost } from "../functions/_shared/http/router.ts";
-import { addrKey, Tunnel } from "./tunnel.ts";
+import { addrKey, LINGER_MS, Tunnel } from "./tunnel.ts";
 
 export interface ConnectionLimits {
   /** From accept, or from the last response, until a request head is complete. */
@@ -219,6 +219,8 @@ export function serveWithLimits(
   });
   let accepting = true;
   let closing: Promise<void> | null = null;
+  /** Resolved when the last connection has closed, once shutdown waits for that. */
+  let allClosed: PromiseWithResolvers<void> | null = null;
   const acceptLoop = (async () => {
     while (accepting) {
       let conn: Deno.TcpConn;
@@ -238,6 +240,7 @@ export function serveWithLimits(
       const tunnel = new Tunnel(conn, limits.headerTimeoutMs, (closed) => {
         tunnels.delete(closed);
         if (closed.innerKey !== null) byInnerAddr.delete(closed.innerKey);
+        if (tunnels.size === 0) allClosed?.resolve();
       });
       tunnels.add(tunnel);
       tunnel.connect(innerPort, (key) => byInnerAddr.set(key, tunnel));
@@ -262,6 +265,16 @@ export function serveWithLimits(
         for (const tunnel of tunnels) tunnel.endWhenIdle();
         // Deno's graceful shutdown: requests in flight finish, idle connections close.
         await inner.shutdown();
+        // The last answers may still be in the pumps on their way to the clients: each connection
+        // closes itself once its bytes are out; any left after the linger time are cut.
+        allClosed = Promise.withResolvers();
+        if (tunnels.size === 0) allClosed.resolve();
+        let linger: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([
+          allClosed.promise,
+          new Promise((resolve) => linger = setTimeout(resolve, LINGER_MS)),
+        ]);
+        clearTimeout(linger);
         for (const tunnel of tunnels) tunnel.destroy();
       })();
       return closing;

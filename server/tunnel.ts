@@ -4,7 +4,7 @@
  */
 
 /** After a 408 the client gets this long to take the answer before its socket is closed. */
-const LINGER_MS = 1_000;
+export const LINGER_MS = 1_000;
 const BUFFER_BYTES = 16 * 1024;
 
 /** One accepted connection and its twin on the internal server. */

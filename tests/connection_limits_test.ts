@@ -306,14 +306,40 @@ Deno.test("shutdown ends a connection whose body is still on its way, without wa
   );
   await entered.promise;
   const stopping = server.shutdown();
-  await readUntilClosed(conn);
+  const { received } = await readUntilClosed(conn);
+  assert.match(received, /^HTTP\/1\.1 \d{3} /, "answered before the connection ended");
+  assert.equal(await settled(stopping), "stopped");
+  assert.equal(server.openConnections, 0);
+});
+
+Deno.test("shutdown delivers the answer being written when it starts, in full", async () => {
+  const entered = Promise.withResolvers<void>();
+  const release = Promise.withResolvers<void>();
+  const body = "x".repeat(1_000_000);
+  const server = serveWithLimits({ hostname: "127.0.0.1", port: 0 }, async () => {
+    entered.resolve();
+    await release.promise;
+    return new Response(body);
+  });
+  const conn = await Deno.connect({ hostname: "127.0.0.1", port: server.addr.port });
+  await conn.write(encoder.encode("GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
+  await entered.promise;
+  const stopping = server.shutdown();
+  release.resolve();
+  const { received } = await readUntilClosed(conn);
+  assert.match(received, /^HTTP\/1\.1 200 /);
+  assert.ok(received.endsWith(`\r\n\r\n${body}`), `got ${received.length} bytes`);
+  assert.equal(await settled(stopping), "stopped");
+});
+
+/** "stopped" once `stopping` resolves, "stuck" if it has not within SAFETY_MS. */
+async function settled(stopping: Promise<void>): Promise<"stopped" | "stuck"> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const stuck = new Promise<"stuck">((resolve) => timer = setTimeout(resolve, SAFETY_MS, "stuck"));
   const outcome = await Promise.race([stopping.then(() => "stopped" as const), stuck]);
   clearTimeout(timer);
-  assert.equal(outcome, "stopped");
-  assert.equal(server.openConnections, 0);
-});
+  return outcome;
+}
 
 Deno.test("a request made straight to the internal port is refused with 421", async () => {
   let handled = 0;
