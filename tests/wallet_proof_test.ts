@@ -1130,6 +1130,20 @@ describeWithDatabase("wallet sign-in rate limits", {
     await ok(prove(app.fetch, message, signature, ownIp()));
   },
 
+  async "replays of a used proof do not count against its wallet, so they cannot lock it out"(app) {
+    await awayFromWindowEdge();
+    const owner = newWallet();
+    const used = await freshProof(app, owner, ownIp());
+    await ok(prove(app.fetch, used.message, used.signature, ownIp()));
+    // Someone who saw that proof sends it again and again, from several addresses.
+    for (let i = 0; i < 3; i++) {
+      await expectError(prove(app.fetch, used.message, used.signature, ownIp()), 401, "nonce_used");
+    }
+    // The owner's second sign-in of the minute (of two) still goes through.
+    const fresh = await freshProof(app, owner, ownIp());
+    await ok(prove(app.fetch, fresh.message, fresh.signature, ownIp()));
+  },
+
   async "refresh attempts per client IP: the one over the limit is 429 and spends nothing"(app) {
     await awayFromWindowEdge();
     const ip = ownIp();
