@@ -185,12 +185,19 @@ function clearValueFields(): void {
   for (const input of ui.secretList.querySelectorAll<HTMLInputElement>("input")) input.value = "";
 }
 
+/**
+ * Reads and shows the list. An answer for a creator no longer shown (another tab signed in as
+ * someone else meanwhile) is dropped; a failure that ended the session is still reported.
+ */
 async function refreshSecrets(): Promise<void> {
+  const forUser = shownUser;
   try {
     const status = await client.listSecrets();
+    if (shownUser !== forUser) return;
     ui.notConfigured.hidden = status.configured;
     renderSecrets(status);
   } catch (error) {
+    if (shownUser !== forUser && shownUser !== null) return;
     renderSecrets(null);
     throw error;
   }

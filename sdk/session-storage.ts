@@ -90,15 +90,16 @@ export function createSessionStore(storage: VaultStorage, key: string): SessionS
 
   // Another tab signed in, refreshed or signed out: a page showing this session must hear of it,
   // or it would go on showing one creator while its calls act as another. (localStorage only.)
-  (globalThis as { addEventListener?: typeof addEventListener }).addEventListener?.(
-    "storage",
-    (event) => {
-      const { key: changed, newValue, storageArea } = event as Event & StorageChange;
-      // A null key: the whole storage was cleared.
-      if (storageArea !== storage || (changed !== key && changed !== null)) return;
-      notify(parseStoredSession(changed === null ? null : newValue));
-    },
-  );
+  // Listened to only while someone listens here, so a client dropped is not kept alive by it.
+  const fromOtherTabs = (event: Event) => {
+    const { key: changed, newValue, storageArea } = event as Event & StorageChange;
+    // A null key: the whole storage was cleared.
+    if (storageArea !== storage || (changed !== key && changed !== null)) return;
+    notify(parseStoredSession(changed === null ? null : newValue));
+  };
+  const events = globalThis as Partial<
+    Pick<EventTarget, "addEventListener" | "removeEventListener">
+  >;
 
   return {
     read,
@@ -108,8 +109,12 @@ export function createSessionStore(storage: VaultStorage, key: string): SessionS
       if (current !== null && current.refreshToken === ended.refreshToken) await write(null);
     },
     onChange(listener) {
+      if (listeners.size === 0) events.addEventListener?.("storage", fromOtherTabs);
       listeners.add(listener);
-      return () => void listeners.delete(listener);
+      return () => {
+        listeners.delete(listener);
+        if (listeners.size === 0) events.removeEventListener?.("storage", fromOtherTabs);
+      };
     },
   };
 }
