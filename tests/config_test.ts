@@ -336,11 +336,15 @@ const UNREADABLE_DATABASE_URLS = [
   "postgres://svc:pa?ss-four@db.example.com/postgres", // ? unencoded
   "postgres://svc:pa%zzss-five@db.example.com/postgres", // % that decodes to nothing
   "postgres://svc:password-six@db.example.com:99999/postgres", // no such port
+  // Digits, then an unencoded / ? or #: read as a port, the user as the host, the rest elsewhere.
+  "postgres://localhost:5432/Tr0ub4dor-seven@db.example.com/postgres",
+  "postgres://localhost:5432?Tr0ub4dor-eight@db.example.com/postgres",
+  "postgres://localhost:5432#Tr0ub4dor-nine@db.example.com/postgres",
 ];
 
 Deno.test("a database URL that does not parse is refused by name, its password never echoed", () => {
   for (const url of UNREADABLE_DATABASE_URLS) {
-    const password = /svc:(.*?-[a-z]+)@/.exec(url)![1];
+    const password = /:\/\/[a-z]+:(.*?-[a-z]+)@/.exec(url)![1];
     for (const name of ["DATABASE_URL", "SUPABASE_DB_URL"]) {
       // Blank, DATABASE_URL gives way to SUPABASE_DB_URL (as a function deployed by Supabase has).
       const production = productionEnv({ DATABASE_URL: "", [name]: url });
@@ -360,7 +364,7 @@ Deno.test("a database URL that does not parse is refused by name, its password n
         assert.throws(refuse, (error) => {
           assert.ok(error instanceof ConfigError, `${url}: ${error}`);
           assert.ok(
-            error.problems.some((p) => p.startsWith("DATABASE_URL is not a valid URL")),
+            error.problems.some((p) => p.startsWith(`${name} is not a valid URL`)),
             `${url}: ${error.problems.join("; ")}`,
           );
           assert.ok(!error.message.includes(password), `${url}: the password was echoed`);

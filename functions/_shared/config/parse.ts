@@ -15,9 +15,13 @@ export interface DatabaseUrl {
  * (the convention Prisma and Supabase's docs use for PgBouncer); the hint itself is dropped, as
  * the driver would send it to the server as a startup parameter.
  */
-export function parseDatabaseUrl(url: string, problems: string[]): DatabaseUrl | null {
+export function parseDatabaseUrl(
+  url: string,
+  name: string,
+  problems: string[],
+): DatabaseUrl | null {
   if (!/^postgres(ql)?:\/\//.test(url)) {
-    problems.push("DATABASE_URL must be a postgres:// or postgresql:// URL");
+    problems.push(`${name} must be a postgres:// or postgresql:// URL`);
     return null;
   }
   let parsed: URL;
@@ -27,10 +31,15 @@ export function parseDatabaseUrl(url: string, problems: string[]): DatabaseUrl |
     for (const part of [parsed.username, parsed.password, parsed.hostname, parsed.pathname]) {
       decodeURIComponent(part);
     }
+    // Parsed, but not as meant: a password's # / ? read as where the host ends (the rest of it
+    // then lands in the fragment, the database name or the query, where an @ is left over).
+    if (parsed.hash !== "" || (parsed.pathname + parsed.search).includes("@")) {
+      throw new TypeError();
+    }
   } catch {
     problems.push(
-      "DATABASE_URL is not a valid URL: give one host, and percent-encode any of # / ? % in " +
-        "the user name and password",
+      `${name} is not a valid URL: give one host, and percent-encode any of # / ? % @ in the ` +
+        "user name and password",
     );
     return null;
   }
