@@ -191,6 +191,12 @@ Deno.test("malformed messages are invalid_message, and the reference refuses eac
     throwsCode(() => parseSiweMessage(text), "invalid_message", why);
     assert.equal(referenceAccepts(text), false, `the reference accepts "${why}"`);
   }
+  // Chain 0 is no EIP-155 chain, and the nonce route refuses it; the reference accepts it.
+  throwsCode(
+    () => parseSiweMessage(good.replace("Chain ID: 1", "Chain ID: 0")),
+    "invalid_message",
+    "chain 0",
+  );
   throwsCode(() => parseSiweMessage("x".repeat(4097)), "invalid_message", "too long");
   throwsCode(() => parseSiweMessage(""), "invalid_message", "empty");
 });

@@ -183,8 +183,9 @@ export function parseSiweMessage(message: string): SiweFields {
   if (field("Version", true) !== "1") throw invalid("Version must be 1");
   const chainIdText = field("Chain ID", true)!;
   const chainId = Number(chainIdText);
-  if (!CHAIN_ID.test(chainIdText) || !Number.isSafeInteger(chainId)) {
-    throw invalid("Chain ID must be an integer");
+  // Chain 0 is no EIP-155 chain, and no nonce is handed out for it.
+  if (!CHAIN_ID.test(chainIdText) || !Number.isSafeInteger(chainId) || chainId === 0) {
+    throw invalid("Chain ID must be a positive integer");
   }
   const nonce = field("Nonce", true)!;
   if (!NONCE.test(nonce)) throw invalid("Nonce must be at least 8 letters or digits");
