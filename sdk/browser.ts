@@ -64,8 +64,9 @@ export interface VaultClientOptions {
   readonly refreshMarginSeconds?: number;
   readonly fetch?: typeof fetch;
   /**
-   * Per call, including reading the answer (default 10 s). It also bounds how long a refresh holds
-   * the cross-tab lock, so one unanswered request cannot stall every tab (sign-out included).
+   * Per call, including reading the answer (default 10 s, at most 60 s). It also bounds how long a
+   * refresh holds the cross-tab lock, so one unanswered request cannot stall every tab (sign-out
+   * included); the one retry of a refresh must reach the service within its two-minute grace.
    */
   readonly timeoutMs?: number;
   /** The clock, in milliseconds (tests). */
@@ -149,13 +150,14 @@ export function createVaultClient(options: VaultClientOptions): VaultClient {
       const current = await readSession();
       if (current === null) throw notSignedIn();
       if (current.refreshToken !== stale.refreshToken && !needsRefresh(current)) return current;
-      const rotate = () =>
-        call("POST", "/auth/refresh", { body: { refresh_token: current.refreshToken } });
+      // One key for both tries: it tells the service a second try from a copy of the token.
+      const body = { refresh_token: current.refreshToken, retry_key: retryKey() };
+      const rotate = () => call("POST", "/auth/refresh", { body });
       try {
         const next = toSession(
           await rotate().catch((error) => {
-            // The service may have rotated and the answer been lost: the same token again, soon,
-            // gets the same successor (not a verdict of theft), so one retry is safe.
+            // The service may have rotated and the answer been lost: the same token and key again,
+            // within two minutes, get the same successor (not a verdict of theft).
             if (!(error instanceof VaultError && RETRIED.has(error.code))) throw error;
             return rotate();
           }),
@@ -275,6 +277,12 @@ export function createVaultClient(options: VaultClientOptions): VaultClient {
     saveSecret: (secretType, value) => authed<SaveResult>("PUT", "/secrets", { secretType, value }),
     deleteSecret: (secretType) => authed<DeleteResult>("DELETE", "/secrets", { secretType }),
   };
+}
+
+/** 256 random bits as hex (no toBase64 in older browsers), new for each refresh. */
+function retryKey(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
 function notSignedIn(): VaultError {

@@ -24,7 +24,7 @@ export type ClientErrorCode =
   /** An operation that needs a session was called without one. */
   | "not_signed_in"
   // Both clients
-  /** No complete answer within timeoutMs; not retried, the service may just be slow. */
+  /** No complete answer within timeoutMs (the service may just be slow): only a refresh retries. */
   | "timeout"
   /** A 3xx answer: never followed, since it would carry the body and the keys elsewhere. */
   | "redirect_refused"

@@ -99,7 +99,8 @@ export type ServiceCall = <T>(
 
 /** The browser client's calls: no cookies, no cache, and requestJson's rules. */
 export function createServiceCall(options: ServiceCallOptions): ServiceCall {
-  const timeoutMs = checkedTimeout(options.timeoutMs, "createVaultClient");
+  // A refresh is tried twice at most: both tries must fit the service's two-minute retry grace.
+  const timeoutMs = checkedTimeout(options.timeoutMs, "createVaultClient", 60_000);
   // Looked up per call, so a fetch installed after the client was made is still used.
   const fetchFn: typeof fetch = options.fetch ?? ((input, init) => fetch(input, init));
   return async function call<T>(
@@ -121,11 +122,15 @@ export function createServiceCall(options: ServiceCallOptions): ServiceCall {
   };
 }
 
-/** A client's timeoutMs option: the default when absent, else a positive number. */
-export function checkedTimeout(timeoutMs: number | undefined, client: string): number {
+/** A client's timeoutMs option: the default when absent, else a positive number up to `max`. */
+export function checkedTimeout(
+  timeoutMs: number | undefined,
+  client: string,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
   const checked = timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  if (!(Number.isFinite(checked) && checked > 0)) {
-    throw new TypeError(`${client}: timeoutMs must be a positive number.`);
+  if (!(Number.isFinite(checked) && checked > 0 && checked <= max)) {
+    throw new TypeError(`${client}: timeoutMs must be a positive number of at most ${max} ms.`);
   }
   return checked;
 }

@@ -555,16 +555,17 @@ describeWithDatabase("wallet sign-in", {
     );
   },
 
-  async "a refresh sent again (its answer lost) gets the same successor, not a verdict of theft"(
+  async "a refresh tried again with its retry key gets the same successor; a copy without it is theft"(
     app,
   ) {
     const signedIn = await signIn(app);
-    const refresh = (token: string) =>
-      post(app.fetch, "/api/auth/refresh", { refresh_token: token });
-    // Two at once, as a retry racing a late first answer: one rotation, one successor for both.
+    const retryKey = "k".repeat(22) + crypto.randomUUID().replaceAll("-", "");
+    const refresh = (token: string, key?: string) =>
+      post(app.fetch, "/api/auth/refresh", { refresh_token: token, retry_key: key });
+    // Two tries at once, as a retry racing a late first answer: one rotation, one successor.
     const [first, retried] = await Promise.all([
-      ok<SessionAnswer>(refresh(signedIn.refreshToken)),
-      ok<SessionAnswer>(refresh(signedIn.refreshToken)),
+      ok<SessionAnswer>(refresh(signedIn.refreshToken, retryKey)),
+      ok<SessionAnswer>(refresh(signedIn.refreshToken, retryKey)),
     ]);
     assert.equal(retried.refresh_token, first.refresh_token);
     const [{ tokens }] = await app.database.db.query<{ tokens: number }>(
@@ -574,21 +575,29 @@ describeWithDatabase("wallet sign-in", {
     );
     assert.equal(tokens, 2, "the first token and its one successor");
     await ok(secrets(app.fetch, retried.access_token));
-    // Once the successor has been used, the old token again can only be a copy.
+    // A copy of the spent token, sent at once but without the key (or with another): theft.
+    for (const key of [undefined, "x".repeat(40)]) {
+      const copied = await signIn(app);
+      const rotated = await ok<SessionAnswer>(refresh(copied.refreshToken, retryKey));
+      await expectError(refresh(copied.refreshToken, key), 401, "refresh_token_reused");
+      await expectError(secrets(app.fetch, rotated.access_token), 401, "session_revoked");
+    }
+    // With the key, but once the successor has been used: theft.
     const onward = await ok<SessionAnswer>(refresh(first.refresh_token));
-    await expectError(refresh(signedIn.refreshToken), 401, "refresh_token_reused");
+    await expectError(refresh(signedIn.refreshToken, retryKey), 401, "refresh_token_reused");
     await expectError(secrets(app.fetch, onward.access_token), 401, "session_revoked");
-
-    // Past the grace, even with the successor unused, a spent token sent again is theft.
+    // With the key, successor unused, but past the grace: theft.
     const late = await signIn(app);
-    const rotated = await ok<SessionAnswer>(refresh(late.refreshToken));
+    const rotated = await ok<SessionAnswer>(refresh(late.refreshToken, retryKey));
     await app.database.db.query(
       `update public.auth_refresh_tokens set used_at = now() - make_interval(secs => $2)
         where token_hash = $1`,
       [await hashRefreshToken(late.refreshToken), RETRY_GRACE_SECONDS + 1],
     );
-    await expectError(refresh(late.refreshToken), 401, "refresh_token_reused");
+    await expectError(refresh(late.refreshToken, retryKey), 401, "refresh_token_reused");
     await expectError(secrets(app.fetch, rotated.access_token), 401, "session_revoked");
+    // A key that is not URL-safe text of 22 to 200 characters is a bad request.
+    await expectError(refresh(late.refreshToken, "short"), 400, "invalid_request");
   },
 
   async "refresh rotates the refresh token; reusing a spent one revokes the whole session"(app) {

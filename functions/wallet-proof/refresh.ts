@@ -1,12 +1,18 @@
 /**
  * POST /wallet-proof/refresh: a refresh token rotated for a new session answer, reuse detected. A
- * retry of a refresh whose answer was lost is not reuse: it gets the same successor again.
+ * retry of a refresh whose answer was lost, told apart by the retry key sent with both tries, is
+ * not reuse: it gets the same successor again.
  */
 import { z } from "zod";
 import type { AppConfig } from "../_shared/config/config.ts";
 import type { Database } from "../_shared/db/db.ts";
 import { clientIp, RATE_LIMIT_WINDOW_SECONDS, rateLimited } from "../_shared/auth/rate-limit.ts";
-import { hashRefreshToken, type RefreshSuccessor } from "../_shared/auth/refresh-tokens.ts";
+import {
+  hashRefreshToken,
+  newRefreshToken,
+  type RefreshSuccessor,
+  RETRY_KEY,
+} from "../_shared/auth/refresh-tokens.ts";
 import type { SessionTokens } from "../_shared/auth/session-tokens.ts";
 import { readJson } from "../_shared/http/bodies.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
@@ -15,7 +21,11 @@ import { parseRequest } from "../_shared/http/request-issues.ts";
 import type { Handler } from "../_shared/http/router.ts";
 import { sessionAnswer } from "./session-answer.ts";
 
-const refreshRequest = z.strictObject({ refresh_token: z.string().min(1).max(200) });
+const refreshRequest = z.strictObject({
+  refresh_token: z.string().min(1).max(200),
+  /** Random, the same on every try of one refresh: a retry with it is not taken for theft. */
+  retry_key: z.string().regex(RETRY_KEY, "must be 22 to 200 URL-safe characters").optional(),
+});
 
 /** The attempt's count in its window, and the rotated session when the token was spent. */
 type RefreshAttempt =
@@ -27,12 +37,13 @@ type RefreshAttempt =
 
 /**
  * $1 the presented token's hash, $2 its successor's, $3 the client's bucket, $4 the window, $5 the
- * limit. hit_rate_limit is volatile, so its CTE runs exactly once, before the update reads it.
+ * limit, $6 the retry key's hash (or null). hit_rate_limit is volatile, so its CTE runs exactly
+ * once, before the update reads it.
  */
 const ROTATE = `with attempt as (
     select hits, retry_after from public.hit_rate_limit($3, $4)
   ), spent as (
-    update public.auth_refresh_tokens t set used_at = now()
+    update public.auth_refresh_tokens t set used_at = now(), retry_key_hash = $6
       from public.auth_sessions s
      where t.token_hash = $1 and t.used_at is null and s.id = t.session_id
        and s.revoked_at is null and s.expires_at > now()
@@ -51,20 +62,22 @@ const ROTATE = `with attempt as (
     ) rotated on true`;
 
 /**
- * A spent token sent again this soon after its use, while its successor is still unused, is the
- * same client retrying after a lost or late answer (the clients give up after 10 s and retry once),
- * and is answered with that successor again, as Supabase Auth's reuse interval does. Later, or
- * once the successor has been used, it can only be a copy: the session is revoked.
+ * A spent token sent again with the retry key it was spent with, this soon after, while its
+ * successor is still unused, is the same client trying again after a lost or late answer (the
+ * browser client gives up after at most 60 s and tries once more), and gets that successor again.
+ * A copy of the token lacks the key (it travels only in the client's own requests): without it,
+ * later, or once the successor has been used, a spent token sent again revokes the session.
  */
-export const RETRY_GRACE_SECONDS = 30;
+export const RETRY_GRACE_SECONDS = 120;
 
 /** The presented token as stored, and whether sending it again is a retry (see above). */
 const PRESENTED = `select t.session_id, s.user_id, u.wallet_address, t.used_at is not null as used,
          (s.revoked_at is not null or s.expires_at <= now()) as revoked,
-         t.used_at > now() - make_interval(secs => $3) and exists (
-           select 1 from public.auth_refresh_tokens n
-            where n.token_hash = $2 and n.session_id = t.session_id and n.used_at is null
-         ) as retry
+         coalesce(t.retry_key_hash = $4 and t.used_at > now() - make_interval(secs => $3)
+           and exists (
+             select 1 from public.auth_refresh_tokens n
+              where n.token_hash = $2 and n.session_id = t.session_id and n.used_at is null
+           ), false) as retry
     from public.auth_refresh_tokens t
     join public.auth_sessions s on s.id = t.session_id
     join public.wallet_users u on u.id = s.user_id
@@ -93,8 +106,12 @@ export function refreshRoute(deps: RefreshDeps): Handler {
   return async function refresh(request) {
     const body = parseRequest(refreshRequest, await readJson(request));
     const presented = await hashRefreshToken(body.refresh_token);
-    const next = await deps.successorOf(body.refresh_token);
+    const { retry_key: retryKey } = body;
+    const next = retryKey === undefined
+      ? newRefreshToken()
+      : await deps.successorOf(body.refresh_token, retryKey);
     const nextHash = await hashRefreshToken(next);
+    const retryKeyHash = retryKey === undefined ? null : await hashRefreshToken(retryKey);
     // One statement: the client's attempt is counted first, and within its limit the presented
     // token is spent and its successor stored. Over the limit nothing is spent or looked up.
     const [attempt] = await db.query<RefreshAttempt>(ROTATE, [
@@ -103,6 +120,7 @@ export function refreshRoute(deps: RefreshDeps): Handler {
       `refresh:ip:${clientIp(request, deps.config.clientIp)}`,
       RATE_LIMIT_WINDOW_SECONDS,
       deps.config.rateLimits.refreshPerIpPerMinute,
+      retryKeyHash,
     ]);
     if (attempt.hits > deps.config.rateLimits.refreshPerIpPerMinute) {
       throw rateLimited(attempt.retry_after);
@@ -118,6 +136,7 @@ export function refreshRoute(deps: RefreshDeps): Handler {
       presented,
       nextHash,
       RETRY_GRACE_SECONDS,
+      retryKeyHash,
     ]);
     // Revoking below needs evidence of reuse, a spent token; anything else is just not valid.
     if (known === undefined || (!known.used && !known.revoked)) {

@@ -1,9 +1,10 @@
 /**
  * Refresh tokens: 256 bits, handed out once and stored only as their SHA-256 hash, so a database
- * reader cannot mint sessions. A sign-in's first token is random; each successor is derived from
- * the token it replaces with a server key (HMAC-SHA-256), so a client whose refresh answer was
- * lost can send the same token again and be handed the same successor (refresh.ts), while a
- * token's successor stays unknowable to anyone without the key.
+ * reader cannot mint sessions. A token is random, unless the refresh that hands it out carries a
+ * retry key (a random value the client sends with every try of that one refresh): then it is
+ * derived from the token it replaces and that key with a server key (HMAC-SHA-256), so a client
+ * whose answer was lost can try again and be handed the same successor (refresh.ts). Knowing it
+ * takes the spent token, the client's retry key (stored only as a hash) and the server key.
  */
 
 import { randomBase64Url } from "./random.ts";
@@ -16,8 +17,11 @@ export async function hashRefreshToken(token: string): Promise<Uint8Array> {
   return new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token)));
 }
 
-/** The successor of a presented refresh token, the same every time it is asked for. */
-export type RefreshSuccessor = (presented: string) => Promise<string>;
+/** What a retry key may be: URL-safe text, so it and a token join unambiguously. */
+export const RETRY_KEY = /^[A-Za-z0-9_-]{22,200}$/;
+
+/** The successor of a presented token under a retry key, the same every time it is asked for. */
+export type RefreshSuccessor = (presented: string, retryKey: string) => Promise<string>;
 
 /**
  * Successors under a key derived from `secret` (JWT_SECRET) with HKDF for this use alone, so no
@@ -44,9 +48,10 @@ export function refreshSuccessors(secret: string): RefreshSuccessor {
       false,
       ["sign"],
     );
-  return async (presented) => {
+  return async (presented, retryKey) => {
     key ??= derive();
-    const mac = await crypto.subtle.sign("HMAC", await key, new TextEncoder().encode(presented));
+    const input = new TextEncoder().encode(`${presented}\n${retryKey}`);
+    const mac = await crypto.subtle.sign("HMAC", await key, input);
     return new Uint8Array(mac).toBase64({ alphabet: "base64url", omitPadding: true });
   };
 }
