@@ -150,8 +150,10 @@ export function createVaultClient(options: VaultClientOptions): VaultClient {
       const current = await readSession();
       if (current === null) throw notSignedIn();
       if (current.refreshToken !== stale.refreshToken && !needsRefresh(current)) return current;
-      // One key for both tries: it tells the service a second try from a copy of the token.
-      const body = { refresh_token: current.refreshToken, retry_key: retryKey() };
+      // One key for every try of this token's refresh, stored with it first: a later try (both
+      // answers lost, say), from this tab or another, is then a retry, not a copy of the token.
+      const pending = await sessions.withRetryKey(current);
+      const body = { refresh_token: pending.refreshToken, retry_key: pending.retryKey };
       const rotate = () => call("POST", "/auth/refresh", { body });
       try {
         const next = toSession(
@@ -277,12 +279,6 @@ export function createVaultClient(options: VaultClientOptions): VaultClient {
     saveSecret: (secretType, value) => authed<SaveResult>("PUT", "/secrets", { secretType, value }),
     deleteSecret: (secretType) => authed<DeleteResult>("DELETE", "/secrets", { secretType }),
   };
-}
-
-/** 256 random bits as hex (no toBase64 in older browsers), new for each refresh. */
-function retryKey(): string {
-  const bytes = crypto.getRandomValues(new Uint8Array(32));
-  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
 function notSignedIn(): VaultError {

@@ -21,6 +21,11 @@ export interface VaultSession {
    */
   readonly expiresAt: number;
   readonly user: { readonly id: string; readonly walletAddress: string };
+  /**
+   * The retry key of a refresh of `refreshToken` under way or failed: kept until the token is
+   * replaced, so every later try, from any tab, is recognised by the service as a retry.
+   */
+  readonly retryKey?: string;
 }
 
 export function memoryStorage(): VaultStorage {
@@ -68,6 +73,8 @@ export interface SessionStore {
   forget(ended: VaultSession): Promise<void>;
   /** Told of every change, this client's and, through the storage event, other tabs'. */
   onChange(listener: SessionListener): () => void;
+  /** `session` with the retry key of its token's refresh: made and stored first if it has none. */
+  withRetryKey(session: VaultSession): Promise<VaultSession & { readonly retryKey: string }>;
 }
 
 export function createSessionStore(storage: VaultStorage, key: string): SessionStore {
@@ -108,6 +115,12 @@ export function createSessionStore(storage: VaultStorage, key: string): SessionS
       const current = await read();
       if (current !== null && current.refreshToken === ended.refreshToken) await write(null);
     },
+    async withRetryKey(session) {
+      if (session.retryKey !== undefined) return { ...session, retryKey: session.retryKey };
+      const keyed = { ...session, retryKey: newRetryKey() };
+      await write(keyed);
+      return keyed;
+    },
     onChange(listener) {
       if (listeners.size === 0) events.addEventListener?.("storage", fromOtherTabs);
       listeners.add(listener);
@@ -117,6 +130,12 @@ export function createSessionStore(storage: VaultStorage, key: string): SessionS
       };
     },
   };
+}
+
+/** 256 random bits as hex (older browsers have no toBase64), new for each token's refresh. */
+function newRetryKey(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32));
+  return Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
 
 /** Reads a stored session, treating anything malformed as no session. */

@@ -213,6 +213,42 @@ describeWithDatabase("the browser vault client", {
     await response.body?.cancel();
   },
 
+  async "a refresh whose two answers are both lost is recognised as a retry on the next call"(
+    app,
+  ) {
+    const { client: signer, storage } = clientFor(app);
+    const signedIn = await signer.signIn(wallet().provider);
+    const answers: string[] = [];
+    let late = 2; // both tries of the first refresh answer after the client gave up
+    const { client } = clientFor(app, {
+      storage,
+      timeoutMs: 300,
+      now: () => Date.now() + 3600_000,
+      fetch: async (input, init) => {
+        const answer = await app.fetch(String(input), init);
+        if (String(input).endsWith("/auth/refresh") && late > 0) {
+          late--;
+          answers.push((await answer.clone().json()).refresh_token);
+          await new Promise((_, reject) => {
+            init?.signal?.addEventListener("abort", () => reject(init.signal!.reason));
+          });
+        }
+        return answer;
+      },
+    });
+    assert.equal((await rejects(client.listSecrets())).code, "timeout");
+    // The key went into storage with the token, so the next refresh (any tab's) is a retry.
+    assert.ok((await client.getSession())?.retryKey);
+    await client.listSecrets();
+    const session = await client.getSession();
+    assert.equal(session?.refreshToken, answers[0]);
+    assert.equal(answers[1], answers[0], "both lost answers carried the same successor");
+    assert.equal(session?.retryKey, undefined, "the new token's refresh gets a key of its own");
+    const response = await app.fetch("/api/secrets", { headers: bearer(signedIn.accessToken) });
+    assert.equal(response.status, 200, "the session is still live");
+    await response.body?.cancel();
+  },
+
   async "an access token the service calls expired is refreshed and the call retried"(app) {
     const { client, storage } = clientFor(app);
     const session = await client.signIn(wallet().provider);
