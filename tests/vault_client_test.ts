@@ -87,6 +87,38 @@ function sessionIdOf(accessToken: string): string {
   return JSON.parse(atob(payload)).session_id;
 }
 
+/**
+ * A signed-in client an hour on (its access token due), whose first `lost` refresh answers
+ * arrive only after it has given up on them (300 ms): the service rotated all the same.
+ */
+async function withLostRefreshAnswers(app: TestApp, lost: number) {
+  const { client: signer, storage } = clientFor(app);
+  const signedIn = await signer.signIn(wallet().provider);
+  const lostAnswers: string[] = [];
+  const { client } = clientFor(app, {
+    storage,
+    timeoutMs: 300,
+    now: () => Date.now() + 3600_000,
+    fetch: async (input, init) => {
+      const answer = await app.fetch(String(input), init);
+      if (String(input).endsWith("/auth/refresh") && lostAnswers.length < lost) {
+        lostAnswers.push((await answer.clone().json()).refresh_token);
+        await new Promise((_, reject) => {
+          init?.signal?.addEventListener("abort", () => reject(init.signal!.reason));
+        });
+      }
+      return answer;
+    },
+  });
+  return { signedIn, client, lostAnswers };
+}
+
+async function assertLive(app: TestApp, accessToken: string): Promise<void> {
+  const response = await app.fetch("/api/secrets", { headers: bearer(accessToken) });
+  assert.equal(response.status, 200, "the session is still live");
+  await response.body?.cancel();
+}
+
 describeWithDatabase("the browser vault client", {
   async "signs in with any EIP-1193 wallet and stores the session"(app) {
     const { account, provider } = wallet();
@@ -178,75 +210,29 @@ describeWithDatabase("the browser vault client", {
   },
 
   async "a refresh whose answer comes too late is sent again and keeps the session"(app) {
-    const { client: signer, storage } = clientFor(app);
-    const signedIn = await signer.signIn(wallet().provider);
-    const lateAnswers: string[] = [];
-    // An hour on, the access token is due; the first refresh's answer arrives after the client
-    // has given up on it (the service rotated all the same).
-    const { client } = clientFor(app, {
-      storage,
-      timeoutMs: 300,
-      now: () => Date.now() + 3600_000,
-      fetch: async (input, init) => {
-        const answer = await app.fetch(String(input), init);
-        if (String(input).endsWith("/auth/refresh") && lateAnswers.length === 0) {
-          lateAnswers.push((await answer.clone().json()).refresh_token);
-          await new Promise((resolve, reject) => {
-            const timer = setTimeout(resolve, 3_000);
-            init?.signal?.addEventListener("abort", () => {
-              clearTimeout(timer);
-              reject(init.signal!.reason);
-            });
-          });
-        }
-        return answer;
-      },
-    });
+    const { signedIn, client, lostAnswers } = await withLostRefreshAnswers(app, 1);
     await client.listSecrets();
     const session = await client.getSession();
     assert.ok(session);
     // The retry was handed the very successor the lost answer carried: nothing was revoked.
-    assert.equal(session.refreshToken, lateAnswers[0]);
+    assert.equal(session.refreshToken, lostAnswers[0]);
     assert.notEqual(session.refreshToken, signedIn.refreshToken);
-    const response = await app.fetch("/api/secrets", { headers: bearer(signedIn.accessToken) });
-    assert.equal(response.status, 200, "the session is still live");
-    await response.body?.cancel();
+    await assertLive(app, signedIn.accessToken);
   },
 
   async "a refresh whose two answers are both lost is recognised as a retry on the next call"(
     app,
   ) {
-    const { client: signer, storage } = clientFor(app);
-    const signedIn = await signer.signIn(wallet().provider);
-    const answers: string[] = [];
-    let late = 2; // both tries of the first refresh answer after the client gave up
-    const { client } = clientFor(app, {
-      storage,
-      timeoutMs: 300,
-      now: () => Date.now() + 3600_000,
-      fetch: async (input, init) => {
-        const answer = await app.fetch(String(input), init);
-        if (String(input).endsWith("/auth/refresh") && late > 0) {
-          late--;
-          answers.push((await answer.clone().json()).refresh_token);
-          await new Promise((_, reject) => {
-            init?.signal?.addEventListener("abort", () => reject(init.signal!.reason));
-          });
-        }
-        return answer;
-      },
-    });
+    const { signedIn, client, lostAnswers } = await withLostRefreshAnswers(app, 2);
     assert.equal((await rejects(client.listSecrets())).code, "timeout");
     // The key went into storage with the token, so the next refresh (any tab's) is a retry.
     assert.ok((await client.getSession())?.retryKey);
     await client.listSecrets();
     const session = await client.getSession();
-    assert.equal(session?.refreshToken, answers[0]);
-    assert.equal(answers[1], answers[0], "both lost answers carried the same successor");
+    assert.equal(session?.refreshToken, lostAnswers[0]);
+    assert.equal(lostAnswers[1], lostAnswers[0], "both lost answers carried the same successor");
     assert.equal(session?.retryKey, undefined, "the new token's refresh gets a key of its own");
-    const response = await app.fetch("/api/secrets", { headers: bearer(signedIn.accessToken) });
-    assert.equal(response.status, 200, "the session is still live");
-    await response.body?.cancel();
+    await assertLive(app, signedIn.accessToken);
   },
 
   async "an access token the service calls expired is refreshed and the call retried"(app) {
