@@ -399,3 +399,17 @@ Deno.test("a readable database URL reaches the driver as given; a pooler's turns
     return true;
   });
 });
+
+Deno.test("an access token lifetime shorter than two minutes is refused, naming the setting", () => {
+  assert.equal(
+    parseConfig(productionEnv({ ACCESS_TOKEN_TTL_SECONDS: "120" })).accessTokenTtlSeconds,
+    120,
+  );
+  for (const short of ["60", "119", "1"]) {
+    const problems = productionProblems({ ACCESS_TOKEN_TTL_SECONDS: short });
+    assert.ok(
+      problems.some((p) => p.startsWith("ACCESS_TOKEN_TTL_SECONDS: must be at least 120")),
+      problems.join("; "),
+    );
+  }
+});

@@ -51,7 +51,13 @@ export const envSchema = z.object({
   ALLOWED_ORIGINS: optionalString,
   ALLOWED_CHAIN_IDS: optionalString,
   NONCE_TTL_SECONDS: positiveInt(600, 86_400),
-  ACCESS_TOKEN_TTL_SECONDS: positiveInt(3600, 86_400),
+  // Clients refresh a minute before expiry (sdk/browser.ts): a shorter life would mean a refresh
+  // before every call, soon over the refresh limit.
+  ACCESS_TOKEN_TTL_SECONDS: z.preprocess(
+    blankToUndefined,
+    z.coerce.number().int().min(120, "must be at least 120 (clients refresh 60 s before expiry)")
+      .max(86_400).default(3600),
+  ),
   REFRESH_TOKEN_TTL_SECONDS: positiveInt(30 * 86_400, 365 * 86_400),
   RATE_LIMIT_NONCE_PER_MINUTE: positiveInt(60, 1_000_000),
   RATE_LIMIT_PROOF_PER_MINUTE: positiveInt(30, 1_000_000),
