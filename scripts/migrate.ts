@@ -3,22 +3,31 @@
  * Safe to run again: applied versions are recorded and skipped.
  */
 import { databaseUrl, processEnv } from "../functions/_shared/config/env-schema.ts";
+import { parseDatabaseUrl } from "../functions/_shared/config/parse.ts";
 import { openDatabase } from "../server/database.ts";
 import { startupRefusal } from "../server/local-settings.ts";
 import { migrate } from "./lib/migrations.ts";
 
-const url = databaseUrl(processEnv());
-if (!url) {
+const given = databaseUrl(processEnv());
+if (!given) {
   console.error(
     "db:migrate needs DATABASE_URL (or SUPABASE_DB_URL) pointing at a Postgres server.",
   );
   Deno.exit(1);
 }
+// Checked as the service checks it: a URL the driver cannot read would be quoted whole, password
+// and all, in its error.
+const problems: string[] = [];
+const target = parseDatabaseUrl(given.url, given.name, problems);
+if (target === null) {
+  console.error(`db:migrate: ${problems.join("\n")}`);
+  Deno.exit(1);
+}
 const db = await openDatabase({
   engine: "postgres",
-  url,
+  url: target.url,
   maxConnections: 1,
-  prepare: true,
+  prepare: !target.pooler,
   queryTimeoutMs: 60_000,
 });
 try {

@@ -291,6 +291,21 @@ Deno.test("the local server refuses to start in production without configuration
   assert.equal(new TextDecoder().decode(output.stdout), "", "it never gets as far as listening");
 });
 
+Deno.test("db:migrate refuses a database URL that does not parse by name, never quoting it", async () => {
+  const password = "p4ss#w0rd-for-migrate";
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "--allow-all", new URL("../scripts/migrate.ts", import.meta.url).pathname],
+    env: { SUPABASE_DB_URL: `postgres://svc:${password}@db.example.com:5432/postgres` },
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(output.code, 1);
+  const stderr = new TextDecoder().decode(output.stderr);
+  assert.match(stderr, /SUPABASE_DB_URL is not a valid URL/);
+  assert.ok(!stderr.includes("w0rd"), "the password reached the output");
+});
+
 Deno.test("an operator command needs the database and the keyring, not the service's secrets", () => {
   const storage = parseStorageConfig({
     DATABASE_URL: "postgres://vault@db.internal:5432/vault",

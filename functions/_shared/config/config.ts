@@ -245,8 +245,9 @@ function readEnv(
 /** The database (Postgres from its URL, else PGlite) and the keyring; problems are appended. */
 function storageSettings(vars: EnvVars, defaults: ConfigDefaults, problems: string[]) {
   const given = databaseUrl(vars);
-  const name = vars.DATABASE_URL?.trim() ? "DATABASE_URL" : "SUPABASE_DB_URL";
-  const target = given === undefined ? undefined : parseDatabaseUrl(given, name, problems);
+  const target = given === undefined
+    ? undefined
+    : parseDatabaseUrl(given.url, given.name, problems);
   const encryptionKeys = parseKeyring(
     vars.ENCRYPTION_KEYS,
     vars.ENCRYPTION_KEY,

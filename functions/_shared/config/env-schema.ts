@@ -11,11 +11,17 @@ export function processEnv(): Env {
   return Deno.env.toObject();
 }
 
-/** The database to use: DATABASE_URL, else SUPABASE_DB_URL (what Supabase sets for a function). */
+/**
+ * The database to use and the variable that named it: DATABASE_URL, else SUPABASE_DB_URL (what
+ * Supabase sets for a function).
+ */
 export function databaseUrl(
   env: { readonly DATABASE_URL?: string; readonly SUPABASE_DB_URL?: string },
-): string | undefined {
-  return env.DATABASE_URL?.trim() || env.SUPABASE_DB_URL?.trim() || undefined;
+): { readonly name: "DATABASE_URL" | "SUPABASE_DB_URL"; readonly url: string } | undefined {
+  const own = env.DATABASE_URL?.trim();
+  if (own) return { name: "DATABASE_URL", url: own };
+  const supabase = env.SUPABASE_DB_URL?.trim();
+  return supabase ? { name: "SUPABASE_DB_URL", url: supabase } : undefined;
 }
 
 export const FORWARDED_FOR = "x-forwarded-for";
