@@ -7,7 +7,7 @@
  * takes the spent token, the client's retry key (stored only as a hash) and the server key.
  */
 
-import { randomBase64Url } from "./random.ts";
+import { base64Url, randomBase64Url } from "./random.ts";
 
 export function newRefreshToken(): string {
   return randomBase64Url(32);
@@ -52,6 +52,6 @@ export function refreshSuccessors(secret: string): RefreshSuccessor {
     key ??= derive();
     const input = new TextEncoder().encode(`${presented}\n${retryKey}`);
     const mac = await crypto.subtle.sign("HMAC", await key, input);
-    return new Uint8Array(mac).toBase64({ alphabet: "base64url", omitPadding: true });
+    return base64Url(new Uint8Array(mac));
   };
 }
