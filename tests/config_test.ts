@@ -277,33 +277,40 @@ Deno.test("settings from the environment win over development keys", () => {
   assert.ok(merged.ENCRYPTION_KEY);
 });
 
-Deno.test("the local server refuses to start in production without configuration", async () => {
+/** Runs one of the project's programs with `env` as its whole environment. */
+async function runAlone(program: string, env: Record<string, string>) {
   const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-all", new URL("../server/main.ts", import.meta.url).pathname],
-    env: { APP_ENV: "production", PORT: "0" },
+    args: ["run", "--allow-all", new URL(`../${program}`, import.meta.url).pathname],
+    env,
     clearEnv: true,
     stdout: "piped",
     stderr: "piped",
   }).output();
+  const text = new TextDecoder();
+  return {
+    code: output.code,
+    stdout: text.decode(output.stdout),
+    stderr: text.decode(output.stderr),
+  };
+}
+
+Deno.test("the local server refuses to start in production without configuration", async () => {
+  const output = await runAlone("server/main.ts", { APP_ENV: "production", PORT: "0" });
   assert.notEqual(output.code, 0);
-  const stderr = new TextDecoder().decode(output.stderr);
-  for (const name of [...REQUIRED, "ALLOWED_ORIGINS"]) assert.match(stderr, new RegExp(name));
-  assert.equal(new TextDecoder().decode(output.stdout), "", "it never gets as far as listening");
+  for (const name of [...REQUIRED, "ALLOWED_ORIGINS"]) {
+    assert.match(output.stderr, new RegExp(name));
+  }
+  assert.equal(output.stdout, "", "it never gets as far as listening");
 });
 
 Deno.test("db:migrate refuses a database URL that does not parse by name, never quoting it", async () => {
   const password = "p4ss#w0rd-for-migrate";
-  const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-all", new URL("../scripts/migrate.ts", import.meta.url).pathname],
-    env: { SUPABASE_DB_URL: `postgres://svc:${password}@db.example.com:5432/postgres` },
-    clearEnv: true,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
+  const output = await runAlone("scripts/migrate.ts", {
+    SUPABASE_DB_URL: `postgres://svc:${password}@db.example.com:5432/postgres`,
+  });
   assert.equal(output.code, 1);
-  const stderr = new TextDecoder().decode(output.stderr);
-  assert.match(stderr, /SUPABASE_DB_URL is not a valid URL/);
-  assert.ok(!stderr.includes("w0rd"), "the password reached the output");
+  assert.match(output.stderr, /SUPABASE_DB_URL is not a valid URL/);
+  assert.ok(!output.stderr.includes("w0rd"), "the password reached the output");
 });
 
 Deno.test("an operator command needs the database and the keyring, not the service's secrets", () => {
