@@ -62,6 +62,9 @@ export function createLocalApp(context: ServiceContext): LocalApp {
  * `request.signal` (Deno warns about its legacy abort semantics), and its headers are copied once,
  * as name-value pairs: a Headers copy first cost ~30 µs more per request over HTTP.
  */
+/** A method token no route takes, standing in for those a Request cannot carry. */
+const NO_ROUTE_METHOD = "NO-ROUTE";
+
 export function atEdge(
   handler: Handler,
   clientIp: ClientIpSource,
@@ -91,13 +94,12 @@ export function atEdge(
         body: bodyless ? null : request.body,
       });
     } catch {
-      // A Host that makes no URL ("Host: a b"; Deno.serve does not check it) is the client's
-      // fault. Otherwise the Fetch API refused the method outright (TRACE, TRACK): no route takes it.
-      return errorResponse(
-        URL.canParse(request.url)
-          ? new ServiceError("method_not_allowed", "Method not allowed.")
-          : invalidHost(),
-      );
+      // A Host that makes no URL ("Host: a b"; Deno.serve does not check it) is the client's fault.
+      if (!URL.canParse(request.url)) return errorResponse(invalidHost());
+      // Otherwise the Fetch API refused the method (TRACE, TRACK). Deployed, the function's router
+      // sees it and answers 404, or 405 with the Allow header; a method no route takes stands in
+      // so that it answers the same here.
+      return handler(new Request(request.url, { method: NO_ROUTE_METHOD, headers }));
     }
     return handler(edgeRequest);
   };

@@ -96,7 +96,7 @@ export interface LimitedServer {
 
 /** Bodies up to this size are read ahead as they arrive, so the deadline is about arrival. */
 const READ_AHEAD_BYTES = 64 * 1024;
-/** The Fetch API cannot build a Request with these; atEdge refuses them without the body. */
+/** The Fetch API cannot build a Request with these; atEdge routes them without the body. */
 const UNBUILDABLE_METHOD = /^(connect|trace|track)$/i;
 
 export function serveWithLimits(

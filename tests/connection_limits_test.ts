@@ -8,6 +8,9 @@
 import { FORWARDED_FOR } from "../functions/_shared/config/env-schema.ts";
 import assert from "node:assert/strict";
 import { atEdge } from "../server/app.ts";
+import { router } from "../functions/_shared/http/router.ts";
+import type { ServiceError } from "../functions/_shared/http/errors.ts";
+import { errorResponse } from "../functions/_shared/http/responses.ts";
 import {
   connectionLimitsFromEnv,
   DEFAULT_CONNECTION_LIMITS,
@@ -64,7 +67,10 @@ async function readUntilClosed(conn: Deno.Conn): Promise<Ended> {
 }
 
 /** Reads one complete HTTP/1 answer with a Content-Length body, leaving the connection open. */
-async function readAnswer(conn: Deno.Conn): Promise<{ status: number; body: string }> {
+/** One answer's status, head (its lines after the status line) and body. */
+async function readFullAnswer(
+  conn: Deno.Conn,
+): Promise<{ status: number; head: string; body: string }> {
   let text = "";
   const buffer = new Uint8Array(16 * 1024);
   for (;;) {
@@ -74,6 +80,7 @@ async function readAnswer(conn: Deno.Conn): Promise<{ status: number; body: stri
       if (text.length >= split + 4 + length) {
         return {
           status: Number(text.slice(9, 12)),
+          head: text.slice(0, split),
           body: text.slice(split + 4, split + 4 + length),
         };
       }
@@ -82,6 +89,11 @@ async function readAnswer(conn: Deno.Conn): Promise<{ status: number; body: stri
     if (n === null) throw new Error(`closed mid-answer after ${JSON.stringify(text)}`);
     text += new TextDecoder().decode(buffer.subarray(0, n));
   }
+}
+
+async function readAnswer(conn: Deno.Conn): Promise<{ status: number; body: string }> {
+  const { status, body } = await readFullAnswer(conn);
+  return { status, body };
 }
 
 const write = (conn: Deno.Conn, text: string) => conn.write(encoder.encode(text));
@@ -243,20 +255,34 @@ Deno.test("the client's address survives the internal hop when it differs from t
   }
 });
 
-Deno.test("a Host that makes no URL is a 400 invalid_request, with or without a body; TRACE stays a 405", async () => {
+Deno.test("a Host that makes no URL is a 400 invalid_request, with or without a body; TRACE is routed as deployed: 405 with Allow, or 404", async () => {
   let handled = 0;
-  await using server = serve(
-    {},
-    atEdge(() => {
+  const routes = router("api", [{
+    method: "GET",
+    path: "/secrets",
+    handle: () => {
       handled++;
       return Promise.resolve(new Response("ok"));
-    }, { header: FORWARDED_FOR, trustedHops: 1 }),
+    },
+  }]);
+  await using server = serve(
+    {},
+    atEdge(
+      async (request) => {
+        try {
+          return await routes(request);
+        } catch (error) {
+          return errorResponse(error as ServiceError);
+        }
+      },
+      { header: FORWARDED_FOR, trustedHops: 1 },
+    ),
   );
   const ask = async (head: string, body = "") => {
     const conn = await connect(server);
     try {
       await write(conn, `${head}\r\nConnection: close\r\n\r\n${body}`);
-      return await readAnswer(conn);
+      return await readFullAnswer(conn);
     } finally {
       conn.close();
     }
@@ -274,9 +300,14 @@ Deno.test("a Host that makes no URL is a 400 invalid_request, with or without a 
       assert.equal(JSON.parse(answer.body).error.code, "invalid_request");
     }
   }
-  const trace = await ask("TRACE /api/secrets HTTP/1.1\r\nHost: 127.0.0.1");
-  assert.equal(trace.status, 405);
-  assert.equal(JSON.parse(trace.body).error.code, "method_not_allowed");
+  for (const method of ["TRACE", "TRACK", "trace"]) {
+    const answer = await ask(`${method} /api/secrets HTTP/1.1\r\nHost: 127.0.0.1`);
+    assert.equal(answer.status, 405, answer.body);
+    assert.match(answer.head, /\r\nallow: GET(\r\n|$)/i);
+    assert.equal(JSON.parse(answer.body).error.code, "method_not_allowed");
+    const nowhere = await ask(`${method} /api/nowhere HTTP/1.1\r\nHost: 127.0.0.1`);
+    assert.equal(nowhere.status, 404, nowhere.body);
+  }
   assert.equal(handled, 0);
 });
 
