@@ -64,6 +64,8 @@ interface Served {
   close(): Promise<void>;
 }
 
+const NONCES_PER_MINUTE = 100;
+
 async function serveApp(): Promise<Served> {
   let edge: Deno.ServeHandler<Deno.NetAddr> = () => new Response(null, { status: 503 });
   const requests: { method: string; path: string }[] = [];
@@ -76,7 +78,11 @@ async function serveApp(): Promise<Served> {
   const otherServer = listen();
   const origin = `http://127.0.0.1:${pageServer.addr.port}`;
   // Sign-in messages are bound to the configured origins, and CORS lets in only these.
-  const app = await startTestApp("pglite", { ALLOWED_ORIGINS: origin });
+  // A nonce limit the last step reaches; the sign-ins before it take a few nonces each.
+  const app = await startTestApp("pglite", {
+    ALLOWED_ORIGINS: origin,
+    RATE_LIMIT_NONCE_PER_MINUTE: String(NONCES_PER_MINUTE),
+  });
   edge = atEdge(app.app.handler, app.config.clientIp);
   return {
     app,
@@ -602,6 +608,38 @@ Deno.test({
           }
         },
       );
+
+      // Last: it spends this address's nonce budget.
+      await t.step("a page on another origin can read Retry-After when rate-limited", async () => {
+        const probe = await openWalletContext(browser, testWallet(), { bypassCSP: true });
+        try {
+          await openSettings(probe.page, origin);
+          const limited = await probe.page.evaluate(async ({ url, tries }) => {
+            for (let i = 0; i < tries; i++) {
+              const response = await fetch(url, {
+                method: "POST",
+                headers: { "content-type": "application/json" },
+                body: "{}",
+              });
+              const body = await response.json();
+              if (response.status === 429) {
+                return {
+                  header: response.headers.get("retry-after"),
+                  inBody: body.error.retryAfterSeconds,
+                };
+              }
+            }
+            return null;
+          }, { url: `${otherOrigin}/api/auth/nonce`, tries: 2.5 * NONCES_PER_MINUTE });
+          assert.ok(limited, "the nonce limit was never reached");
+          // Without Access-Control-Expose-Headers the browser hides it (null) from the page.
+          assert.ok(limited.header !== null, "the browser hid Retry-After from the page");
+          assert.ok(Number(limited.header) >= 1);
+          assert.ok(Math.abs(Number(limited.header) - limited.inBody) <= 1);
+        } finally {
+          await probe.context.close();
+        }
+      });
     } finally {
       await browser.close();
       await served.close();

@@ -251,7 +251,7 @@ Deno.test("an empty body reads as undefined and is the handler's call", async ()
   assert.equal(await readJson(new Request("http://x/", { method: "POST" })), undefined);
 });
 
-Deno.test("CORS headers are exactly: Vary always, the origin only when allowed, and a full preflight", async () => {
+Deno.test("CORS headers are exactly: Vary always, the origin and Retry-After's exposure only when allowed, and a full preflight", async () => {
   const ok = () => Promise.resolve(new Response("{}", { headers: { "x-own": "kept" } }));
   const headersOf = (response: Response) =>
     [...response.headers].filter(([name]) => name !== "content-type");
@@ -261,11 +261,13 @@ Deno.test("CORS headers are exactly: Vary always, the origin only when allowed, 
     new Request("http://localhost/x", { headers: origin ? { origin } : {} });
   assert.deepEqual(headersOf(await any(get("https://a.example"))), [
     ["access-control-allow-origin", "*"],
+    ["access-control-expose-headers", "retry-after"],
     ["vary", "Origin"],
     ["x-own", "kept"],
   ]);
   assert.deepEqual(headersOf(await listed(get("https://app.example.com"))), [
     ["access-control-allow-origin", "https://app.example.com"],
+    ["access-control-expose-headers", "retry-after"],
     ["vary", "Origin"],
     ["x-own", "kept"],
   ]);
@@ -285,6 +287,7 @@ Deno.test("CORS headers are exactly: Vary always, the origin only when allowed, 
     ["access-control-allow-headers", CORS_ALLOWED_HEADERS],
     ["access-control-allow-methods", "GET, POST, PUT, DELETE, OPTIONS"],
     ["access-control-allow-origin", "https://app.example.com"],
+    ["access-control-expose-headers", "retry-after"],
     ["access-control-max-age", "600"],
     ["cache-control", "no-store"],
     ["vary", "Origin"],

@@ -13,15 +13,18 @@ export interface CorsPolicy {
 }
 
 type HeaderPairs = readonly (readonly [string, string])[];
-const ANY_ORIGIN: HeaderPairs = [["access-control-allow-origin", "*"], ["vary", "Origin"]];
-const NO_ORIGIN: HeaderPairs = [["vary", "Origin"]];
+/** Retry-After is not a CORS-safelisted response header: without this, pages read it as null. */
+const EXPOSED: readonly [string, string] = ["access-control-expose-headers", "retry-after"];
+const VARY: readonly [string, string] = ["vary", "Origin"];
+const ANY_ORIGIN: HeaderPairs = [["access-control-allow-origin", "*"], EXPOSED, VARY];
+const NO_ORIGIN: HeaderPairs = [VARY];
 
 /** The CORS headers for `request`, as name-value pairs: a Headers object per request cost more. */
 function corsHeaders(request: Request, policy: CorsPolicy): HeaderPairs {
   if (policy.allowedOrigins.length === 0) return ANY_ORIGIN;
   const origin = request.headers.get("origin");
   if (origin !== null && policy.allowedOrigins.includes(origin)) {
-    return [["access-control-allow-origin", origin], ["vary", "Origin"]];
+    return [["access-control-allow-origin", origin], EXPOSED, VARY];
   }
   return NO_ORIGIN;
 }
