@@ -1,0 +1,59 @@
+-- Stale rows are swept by whoever passes by: 1 in 100 counts runs public.sweep_expired_rows(),
+-- inside the counting request's own transaction.
+--
+-- 1. The sweep used to wait for rows another transaction held. Requests that count twice (an IP,
+--    then an address; a creator, then a token) could then wait on each other: one swept in its
+--    first count and waited for the IP's row; the other held that row and swept in its second
+--    count. Postgres ended one with a deadlock, answered 500. A sweep now skips locked rows (the
+--    next sweep takes them) and never waits.
+-- 2. Sessions and their refresh tokens were never deleted: one row per sign-in and one per refresh,
+--    kept for ever. A session is dead once past expires_at (refreshing never extends it); a day
+--    later it is deleted, its tokens with it (on delete cascade). A token of a deleted session is
+--    then refused as unknown rather than as ended; both are 401.
+-- Each sweep deletes at most 1000 rows of each table, so no request carries a long one.
+create index auth_sessions_expires_at_idx on public.auth_sessions (expires_at);
+
+create function public.sweep_expired_rows() returns void
+  language sql set search_path = public, pg_temp
+  as $$
+    delete from public.rate_limit_windows w
+     where (w.bucket, w.window_start) in (
+       select o.bucket, o.window_start from public.rate_limit_windows o
+        where o.window_start < now() - interval '1 hour'
+        limit 1000
+        for update skip locked);
+    delete from public.auth_sessions s
+     where s.id in (
+       select o.id from public.auth_sessions o
+        where o.expires_at < now() - interval '1 day'
+        limit 1000
+        for update skip locked);
+  $$;
+
+revoke all on function public.sweep_expired_rows() from public, anon, authenticated;
+grant execute on function public.sweep_expired_rows() to service_role;
+
+create or replace function public.hit_rate_limit(bucket text, window_seconds integer)
+  returns table (hits integer, retry_after integer)
+  language plpgsql set search_path = public, pg_temp
+  as $$
+  #variable_conflict use_column
+  begin
+    -- Now and then, by whoever passes by: no scheduler needed, and at most a few stale rows.
+    if random() < 0.01 then
+      perform public.sweep_expired_rows();
+    end if;
+    return query
+      insert into public.rate_limit_windows as w (bucket, window_start, hits)
+        values (
+          hit_rate_limit.bucket,
+          to_timestamp(floor(extract(epoch from now()) / hit_rate_limit.window_seconds)
+            * hit_rate_limit.window_seconds),
+          1
+        )
+      on conflict on constraint rate_limit_windows_pkey do update set hits = w.hits + 1
+      returning w.hits,
+        ceil(extract(epoch from w.window_start) + hit_rate_limit.window_seconds
+          - extract(epoch from now()))::integer;
+  end
+  $$;
