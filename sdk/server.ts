@@ -69,6 +69,13 @@ export function createVaultServerClient(options: VaultServerClientOptions): Vaul
   if (typeof options.revealToken !== "string" || options.revealToken.length === 0) {
     throw new TypeError("createVaultServerClient: revealToken is required.");
   }
+  // As the service requires of SERVER_REVEAL_TOKEN: a header cannot carry anything else.
+  if (!/^[\x21-\x7e]+$/.test(options.revealToken)) {
+    throw new TypeError(
+      "createVaultServerClient: revealToken must be printable ASCII without spaces or line " +
+        "breaks (check for a trailing newline).",
+    );
+  }
   const timeoutMs = checkedTimeout(options.timeoutMs, "createVaultServerClient");
   // Looked up per call, so a fetch installed after the client was made is still used.
   const fetchFn: typeof fetch = options.fetch ?? ((input, init) => fetch(input, init));

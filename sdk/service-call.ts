@@ -29,9 +29,19 @@ export async function requestJson(
       : new VaultError("network_error", `The vault at ${url} could not be reached.`, {
         cause: error,
       });
+  let headers: Headers;
+  try {
+    headers = new Headers(init.headers);
+  } catch {
+    // The runtime's message quotes the bad value, which is a token: no cause, and no retry.
+    throw new VaultError(
+      "invalid_token",
+      "A token for this request holds characters a header cannot carry (a space or line break?).",
+    );
+  }
   let response: Response;
   try {
-    response = await fetchFn(url, { ...init, redirect: "manual", signal });
+    response = await fetchFn(url, { ...init, headers, redirect: "manual", signal });
   } catch (error) {
     throw failure(error);
   }

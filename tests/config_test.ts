@@ -202,6 +202,25 @@ Deno.test("short reveal tokens and JWT secrets are refused", () => {
   assert.ok(problems.some((p) => p.startsWith("JWT_SECRET")));
 });
 
+Deno.test("a reveal token a header cannot carry as saved is refused by name, never echoed", () => {
+  const token = randomBase64(32);
+  for (const bad of [`${token}\n`, ` ${token}`, `${token.slice(0, 20)} ${token.slice(20)}`]) {
+    for (const appEnv of ["development", "production"]) {
+      const problems = problemsOf({
+        APP_ENV: appEnv,
+        ENCRYPTION_KEY: KEY_A,
+        SERVER_REVEAL_TOKEN: bad,
+        JWT_SECRET: randomBase64(32),
+      });
+      assert.ok(
+        problems.some((p) => p.startsWith("SERVER_REVEAL_TOKEN") && p.includes("header")),
+        `${appEnv}: ${problems.join("; ")}`,
+      );
+      assert.ok(problems.every((p) => !p.includes(token.slice(0, 20))), "the token is echoed");
+    }
+  }
+});
+
 Deno.test("a keyring lists keys newest first and the first one encrypts", () => {
   const config = parseConfig({
     ENCRYPTION_KEYS: `k2:${KEY_B},k1:${KEY_A}`,

@@ -455,6 +455,34 @@ Deno.test("the client refuses options it cannot work with", () => {
   assert.throws(() => createVaultServerClient({ ...base, baseUrl: "ftp://x/y" }), TypeError);
   assert.throws(() => createVaultServerClient({ ...base, revealToken: "" }), TypeError);
   assert.throws(() => createVaultServerClient({ ...base, timeoutMs: 0 }), TypeError);
+  for (const revealToken of ["tok-part1\nSECRET-PART-2", "SECRET-PART-2 ", "SECRET\0PART"]) {
+    assert.throws(() => createVaultServerClient({ ...base, revealToken }), (error: Error) => {
+      assert.ok(error instanceof TypeError);
+      assert.ok(!error.message.includes("SECRET"), "the token is quoted");
+      return true;
+    });
+  }
+});
+
+Deno.test("a session token a header cannot carry is invalid_token, never quoted, never sent", async () => {
+  const { fetch: counted, calls } = countingFetch();
+  const client = createVaultServerClient({
+    baseUrl: "http://127.0.0.1:1/functions/v1",
+    revealToken: "reveal-token-for-this-test",
+    fetch: counted,
+  });
+  for (const sessionToken of ["session-part1\nSECRET-PART-2", "session\rSECRET"]) {
+    for (
+      const call of [() => client.storedTypes(sessionToken), () => client.reveal(sessionToken)]
+    ) {
+      const error = await call().then(() => assert.fail("expected a refusal"), (e: unknown) => e);
+      assert.ok(error instanceof VaultError);
+      assert.equal(error.code, "invalid_token");
+      assert.equal(error.cause, undefined);
+      assert.ok(!inspect(error).includes("SECRET"), "the token is quoted");
+    }
+  }
+  assert.deepEqual(calls, []);
 });
 
 Deno.test("a redirect is refused naming its Location, and the reveal token never follows it", async () => {

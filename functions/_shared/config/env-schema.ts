@@ -36,6 +36,19 @@ const secretString = (name: string) =>
     blankToUndefined,
     z.string().min(32, `${name} must be at least 32 characters`).optional(),
   );
+/**
+ * A secret that callers send as an HTTP header value. Clients strip a header value's surrounding
+ * whitespace and cannot send control characters, so a token saved with a trailing newline (a
+ * paste) could never be presented and every call would be refused as a wrong token.
+ */
+const headerSecretString = (name: string) =>
+  z.preprocess(
+    blankToUndefined,
+    z.string().min(32, `${name} must be at least 32 characters`).regex(
+      /^[\x21-\x7e]+$/,
+      `${name} must be printable ASCII without spaces or line breaks (it is sent as a header)`,
+    ).optional(),
+  );
 export const envSchema = z.object({
   // No default here: parseConfig supplies the caller's (development locally, production deployed).
   APP_ENV: z.preprocess(blankToUndefined, z.enum(["development", "test", "production"])),
@@ -52,7 +65,7 @@ export const envSchema = z.object({
   PGLITE_DATA_DIR: optionalString,
   ENCRYPTION_KEYS: optionalString,
   ENCRYPTION_KEY: optionalString,
-  SERVER_REVEAL_TOKEN: secretString("SERVER_REVEAL_TOKEN"),
+  SERVER_REVEAL_TOKEN: headerSecretString("SERVER_REVEAL_TOKEN"),
   JWT_SECRET: secretString("JWT_SECRET"),
   ALLOWED_ORIGINS: optionalString,
   ALLOWED_CHAIN_IDS: optionalString,
