@@ -178,6 +178,19 @@ Deno.test("unknown step kinds, providers and type names are typed errors or igno
     failed(planRoute("llm", ["provider_e_api_key", "__proto__"])).code,
     "no_provider_for_step",
   );
+  // Values a recipe file may hold that are not strings or lists: typed errors, never exceptions.
+  for (const preference of ["provider_b", null, 7n, {}]) {
+    const refused = failed(planRoute("video", SECRET_TYPES, preference as unknown as string[]));
+    assert.equal(refused.code, "unknown_provider");
+  }
+  for (const entry of [10n, null, Object.create(null), Symbol("s")]) {
+    const refused = failed(planRoute("video", SECRET_TYPES, [entry] as unknown as string[]));
+    assert.equal(refused.code, "unknown_provider");
+  }
+  for (const stepKind of [10n, null, Object.create(null), Symbol("s")]) {
+    const refused = failed(planRoute(stepKind as unknown as string, SECRET_TYPES));
+    assert.equal(refused.code, "unknown_step_kind");
+  }
 });
 
 Deno.test("readiness lists every provider with what is missing, derived from the stored types", () => {

@@ -101,9 +101,18 @@ export function planRoute(
     return {
       ok: false,
       code: "unknown_step_kind",
-      message: `Unknown step kind ${JSON.stringify(stepKind)}; step kinds are ${
-        STEP_KINDS.join(", ")
-      }.`,
+      message: `Unknown step kind ${quoted(stepKind)}; step kinds are ${STEP_KINDS.join(", ")}.`,
+      stepKind,
+      options: [],
+    };
+  }
+  // A recipe's "providers": "provider_b" (a string, not a list) must not be read letter by letter.
+  if (!Array.isArray(preference)) {
+    return {
+      ok: false,
+      code: "unknown_provider",
+      message: `The preference must be a list of providers (${PROVIDER_IDS.join(", ")}), not ` +
+        `${quoted(preference)}.`,
       stepKind,
       options: [],
     };
@@ -113,7 +122,7 @@ export function planRoute(
     return {
       ok: false,
       code: "unknown_provider",
-      message: `Unknown provider ${unknown.map((id) => JSON.stringify(id)).join(", ")} in the ` +
+      message: `Unknown provider ${unknown.map(quoted).join(", ")} in the ` +
         `preference; providers are ${PROVIDER_IDS.join(", ")}.`,
       stepKind,
       options: [],
@@ -177,4 +186,10 @@ export function providerReadiness(storedTypes: Iterable<string>): ProviderReadin
       stepKinds: PROVIDERS[id].stepKinds,
     };
   });
+}
+
+/** A recipe's value for a message: a string quoted, anything else only by its kind. */
+function quoted(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  return value === null ? "null" : `a ${typeof value}`;
 }
