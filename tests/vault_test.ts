@@ -762,6 +762,36 @@ describeWithDatabase("secret vault", {
         "invalid_value",
       ],
       [
+        "a Unicode line separator",
+        { body: { secretType: "provider_b_key", value: "\u2028sk-line-separator" } },
+        400,
+        "invalid_value",
+      ],
+      [
+        "a Unicode paragraph separator",
+        { body: { secretType: "provider_b_key", value: "sk-paragraph\u2029" } },
+        400,
+        "invalid_value",
+      ],
+      [
+        "nothing but a zero-width space",
+        { body: { secretType: "provider_b_key", value: "\u200b" } },
+        400,
+        "invalid_value",
+      ],
+      [
+        "a byte-order mark",
+        { body: { secretType: "provider_b_key", value: "\ufeffsk-byte-order-mark" } },
+        400,
+        "invalid_value",
+      ],
+      [
+        "a soft hyphen",
+        { body: { secretType: "provider_b_key", value: "sk-soft\u00adhyphen" } },
+        400,
+        "invalid_value",
+      ],
+      [
         "a lone surrogate",
         { rawBody: '{"secretType":"provider_b_key","value":"sk-lone\\ud800"}' },
         400,

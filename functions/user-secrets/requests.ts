@@ -12,8 +12,12 @@ export const MAX_VALUE_CHARACTERS = 4096;
 /** Values at least this long get a hint: "…" and their last four characters. */
 export const HINT_MIN_CHARACTERS = 16;
 
-// C0 and C1 control characters, DEL included; provider keys never contain line breaks or tabs.
-const CONTROL_CHARACTER = /\p{Cc}/u;
+// C0 and C1 control characters (DEL included) and Unicode's line and paragraph separators:
+// provider keys never contain line breaks or tabs.
+const CONTROL_CHARACTER = /[\p{Cc}\p{Zl}\p{Zp}]/u;
+// Zero-width spaces, byte-order marks, soft hyphens: invisible, so always a paste's leftovers, and
+// a key carrying one is refused by its provider while looking right here.
+const INVISIBLE_CHARACTER = /\p{Cf}/u;
 
 const characters = (value: string) => Array.from(value).length;
 
@@ -27,6 +31,10 @@ const secretValue = z.string({ error: "value must be a string." })
   })
   .refine((v) => !CONTROL_CHARACTER.test(v), {
     error: "value must not contain control characters such as line breaks or tabs.",
+    abort: true,
+  })
+  .refine((v) => !INVISIBLE_CHARACTER.test(v), {
+    error: "value must not contain invisible characters such as zero-width spaces.",
     abort: true,
   })
   // JSON can carry a lone surrogate, which UTF-8 cannot: it would be stored as something else.

@@ -1,7 +1,7 @@
 /**
  * The server reveal token check: the second credential plaintext retrieval needs, next to the
- * creator's session. Only the service's own server holds it; browsers cannot even send the header
- * (CORS never allows it).
+ * creator's session. Only the service's own server holds it, and a page on another origin cannot
+ * even send the header (CORS never allows it); a page never holds the token to send.
  */
 import { createHash } from "node:crypto";
 import { ServiceError } from "../_shared/http/errors.ts";
