@@ -190,15 +190,16 @@ Deno.test("a lost database connection is a 503 with Retry-After", async () => {
   });
 });
 
-Deno.test("a statement cut off by its timeout is unavailable (503) but no connection failure", () => {
+Deno.test("a statement cut off by its timeout, or ended to break a deadlock, is unavailable (503) but no connection failure", () => {
   for (
     const error of [{ code: "ECONNREFUSED" }, { code: "08006" }, { name: "ConnectionRefused" }]
   ) {
     assert.ok(isDatabaseUnavailable(error) && isConnectionFailure(error), JSON.stringify(error));
   }
-  const timedOut = { code: "57014" };
-  assert.ok(isDatabaseUnavailable(timedOut));
-  assert.ok(!isConnectionFailure(timedOut));
+  for (const reached of [{ code: "57014" }, { code: "40P01" }, { code: "40001" }]) {
+    assert.ok(isDatabaseUnavailable(reached), reached.code);
+    assert.ok(!isConnectionFailure(reached), reached.code);
+  }
   assert.ok(!isConnectionFailure({ code: "42P01" }));
 });
 

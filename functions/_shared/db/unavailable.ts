@@ -14,15 +14,25 @@ export const CONNECTION_LOST_CODES: readonly string[] = [
   "08006", // connection_failure
 ];
 
+/**
+ * The database was reached, but could not finish this statement now; the same request succeeds if
+ * sent again. Postgres ends one transaction of a deadlock or a serialization conflict on purpose.
+ */
+const REACHED_BUT_BUSY_CODES: readonly string[] = [
+  "57014", // query_canceled (statement_timeout)
+  "40P01", // deadlock_detected
+  "40001", // serialization_failure
+];
+
 const UNAVAILABLE_CODES = new Set([
   ...CONNECTION_LOST_CODES,
+  ...REACHED_BUT_BUSY_CODES,
   "ECONNREFUSED",
   "ETIMEDOUT",
   "CONNECT_TIMEOUT",
   "CONNECTION_ENDED",
   "CONNECTION_DESTROYED",
   "57P03", // cannot_connect_now
-  "57014", // query_canceled (statement_timeout)
   "53300", // too_many_connections
   "08000",
   "08001",
@@ -37,9 +47,10 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 }
 
 /**
- * isDatabaseUnavailable without a statement cut off by its timeout (57014): the database was
- * reached, so a start-up step or a migration that fails so keeps its own error.
+ * isDatabaseUnavailable without the errors of a database that was reached (a statement cut off by
+ * its timeout, a deadlock): a start-up step or a migration that fails so keeps its own error.
  */
 export function isConnectionFailure(error: unknown): boolean {
-  return isDatabaseUnavailable(error) && (error as { code?: unknown }).code !== "57014";
+  const code = (error as { code?: unknown }).code;
+  return isDatabaseUnavailable(error) && !REACHED_BUT_BUSY_CODES.includes(code as string);
 }
