@@ -3,12 +3,13 @@
  * Safe to run again: applied versions are recorded and skipped.
  */
 import { databaseUrl, processEnv } from "../functions/_shared/config/env-schema.ts";
-import { parseDatabaseUrl } from "../functions/_shared/config/parse.ts";
+import { parseDatabaseUrl, preparesStatements } from "../functions/_shared/config/parse.ts";
 import { openDatabase } from "../server/database.ts";
 import { startupRefusal } from "../server/local-settings.ts";
 import { migrate } from "./lib/migrations.ts";
 
-const given = databaseUrl(processEnv());
+const env = processEnv();
+const given = databaseUrl(env);
 if (!given) {
   console.error(
     "db:migrate needs DATABASE_URL (or SUPABASE_DB_URL) pointing at a Postgres server.",
@@ -27,7 +28,7 @@ const db = await openDatabase({
   engine: "postgres",
   url: target.url,
   maxConnections: 1,
-  prepare: !target.pooler,
+  prepare: preparesStatements(target, env.DATABASE_PREPARE),
   queryTimeoutMs: 60_000,
 });
 try {

@@ -9,6 +9,7 @@ import {
   parseConfig,
   parseStorageConfig,
 } from "../functions/_shared/config/config.ts";
+import { preparesStatements } from "../functions/_shared/config/parse.ts";
 import { DEV_ENCRYPTION_KEY_MARK, DEV_SECRET_PREFIX } from "../functions/_shared/config/keyring.ts";
 import { generateDevKeys, loadOrCreateDevKeys, withDevKeys } from "../server/dev-keys.ts";
 
@@ -413,6 +414,17 @@ Deno.test("a database URL that does not parse is refused by name, its password n
         });
       }
     }
+  }
+});
+
+Deno.test("statements are prepared unless the URL is a pooler's or DATABASE_PREPARE turns them off", () => {
+  const direct = { url: "postgres://db/x", pooler: false };
+  const pooled = { url: "postgres://db:6543/x", pooler: true };
+  assert.equal(preparesStatements(direct, undefined), true);
+  assert.equal(preparesStatements(direct, "true"), true);
+  for (const off of ["false", "0", " false "]) assert.equal(preparesStatements(direct, off), false);
+  for (const setting of [undefined, "true", "false"]) {
+    assert.equal(preparesStatements(pooled, setting), false);
   }
 });
 

@@ -14,6 +14,7 @@ import {
   parseOrigin,
   parseOrigins,
   parsePublishableKeys,
+  preparesStatements,
 } from "./parse.ts";
 
 export type AppEnv = "development" | "test" | "production";
@@ -261,10 +262,7 @@ function storageSettings(vars: EnvVars, defaults: ConfigDefaults, problems: stri
       engine: "postgres",
       url: target?.url ?? "",
       maxConnections: vars.DATABASE_MAX_CONNECTIONS ?? defaults.maxConnections,
-      // A transaction pooler hands each transaction whichever server connection is free, where a
-      // statement prepared on another one does not exist.
-      prepare: target?.pooler === false && vars.DATABASE_PREPARE !== "false" &&
-        vars.DATABASE_PREPARE !== "0",
+      prepare: target !== null && preparesStatements(target, vars.DATABASE_PREPARE),
       queryTimeoutMs: vars.DATABASE_TIMEOUT_MS,
     }
     : { engine: "pglite", dataDir: vars.PGLITE_DATA_DIR ?? ".local/pglite" };

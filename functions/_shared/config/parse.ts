@@ -7,6 +7,16 @@ export interface DatabaseUrl {
 }
 
 /**
+ * Whether to prepare statements: never through a transaction pooler, which hands each transaction
+ * whichever server connection is free (where a statement prepared on another does not exist), nor
+ * when DATABASE_PREPARE says not to (a pooler the URL does not show).
+ */
+export function preparesStatements(target: DatabaseUrl, setting: string | undefined): boolean {
+  const off = setting?.trim();
+  return !target.pooler && off !== "false" && off !== "0";
+}
+
+/**
  * DATABASE_URL (or SUPABASE_DB_URL), checked as the driver will read it. The value holds the
  * password, and both the URL parser and the driver quote a URL they cannot read in full in their
  * errors, so one that does not parse is named here and never handed on.
