@@ -8,10 +8,14 @@
  *                                    reached, so the bench can check both
  *   GET  /?user=<uuid>               read: the creator's masked rows (what GET /api/secrets reads)
  *   POST /reveal?user=<uuid>         read: the creator's ciphertexts (what reveal reads)
- *   POST /reveal-audited?user=<uuid> the same read and one committed insert (an audit row), in one
- *                                    transaction and one round trip (BEGIN, both, COMMIT pipelined):
- *                                    the least an audited reveal can do
- *   PUT  /?user=<uuid>&type=<type>   write: one upsert of a ciphertext row (what PUT writes)
+ *   POST /reveal-audited?user=<uuid> the same read and one committed insert (an audit row), as one
+ *                                    statement in one transaction (BEGIN, it, COMMIT pipelined):
+ *                                    the least an audited reveal can do, one round trip everywhere;
+ *                                    `&statements=2`: the read and the insert as two statements
+ *                                    (the floor until 2026-11-25, measured beside it)
+ *   PUT  /?user=<uuid>&type=<type>   write: one upsert of a ciphertext row (what PUT writes);
+ *                                    `&synchronous_commit=off`: committed without waiting for the
+ *                                    WAL flush, as the nonce commits (its floor)
  *
  * BENCH_FLOOR_WAY=guarded serves it the way the local server answers: through the connection
  * guard (server/connection-limits.ts) with the limits this environment gives the server. Unset or
@@ -20,7 +24,15 @@
 import { parseConfig } from "../functions/_shared/config/config.ts";
 import { connectionLimitsFromEnv, serveWithLimits } from "../server/connection-limits.ts";
 import { openDatabase } from "../server/database.ts";
-import { listAnswer, upsertAnswer } from "./floor-queries.ts";
+import {
+  auditedCiphertextsBare,
+  auditedCiphertextsInTwoStatements,
+  ciphertextsAnswer,
+  ciphertextsBare,
+  type FloorCommit,
+  listAnswer,
+  upsertAnswer,
+} from "./floor-queries.ts";
 import { type FloorWay, floorWay } from "./floor-way.ts";
 
 const env = Deno.env.toObject();
@@ -29,41 +41,31 @@ const config = parseConfig(env);
 const db = await openDatabase(config.database);
 const storage = `${db.engine}:public.user_secrets`;
 
-/** What reveal reads: the creator's ciphertexts, answered by their sizes (nothing is decrypted). */
-const CIPHERTEXTS =
-  "select secret_type, ciphertext, iv, key_id from public.user_secrets where user_id = $1";
-type CiphertextRow = { secret_type: string; ciphertext: Uint8Array; key_id: string };
-
-const ciphertextsAnswer = (rows: readonly CiphertextRow[]) =>
-  Response.json({
-    secrets: rows.map((row) => ({ secretType: row.secret_type, bytes: row.ciphertext.length })),
-  });
-
-async function ciphertexts(user: string | null): Promise<Response> {
-  return ciphertextsAnswer(await db.query<CiphertextRow>(CIPHERTEXTS, [user]));
+async function auditedCiphertexts(user: string | null, statements: string | null) {
+  return ciphertextsAnswer(
+    statements === "2"
+      ? await auditedCiphertextsInTwoStatements(db, user)
+      : await auditedCiphertextsBare(db, user),
+  );
 }
 
-async function auditedCiphertexts(user: string | null): Promise<Response> {
-  const [read, audit] = await db.batch([
-    { text: CIPHERTEXTS, params: [user] },
-    {
-      text: `insert into public.secret_events (user_id, secret_type, action)
-               values ($1, 'provider_a_api_key', 'reveal')`,
-      params: [user],
-    },
-  ]);
-  if (read.status === "rejected") throw read.reason;
-  if (audit.status === "rejected") throw audit.reason;
-  return ciphertextsAnswer(read.value as CiphertextRow[]);
-}
+/** How a PUT commits: `synchronous_commit=off` is the nonce's floor. */
+const commitOf = (url: URL): FloorCommit =>
+  url.searchParams.get("synchronous_commit") === "off"
+    ? "without waiting for the flush"
+    : "flushed";
 
 function answer(request: Request): Response | Promise<Response> {
   const url = new URL(request.url);
   const user = url.searchParams.get("user");
   if (url.pathname === "/ready") return Response.json({ storage, way });
-  if (url.pathname === "/reveal") return ciphertexts(user);
-  if (url.pathname === "/reveal-audited") return auditedCiphertexts(user);
-  if (request.method === "PUT") return upsertAnswer(db, user, url.searchParams.get("type"));
+  if (url.pathname === "/reveal") return ciphertextsBare(db, user).then(ciphertextsAnswer);
+  if (url.pathname === "/reveal-audited") {
+    return auditedCiphertexts(user, url.searchParams.get("statements"));
+  }
+  if (request.method === "PUT") {
+    return upsertAnswer(db, user, url.searchParams.get("type"), commitOf(url));
+  }
   return listAnswer(db, user);
 }
 

@@ -2,7 +2,7 @@
  * What the bench runs on: each engine's databases, its server and its floor server (ENGINES).
  */
 import { type FloorWay, wayLabel } from "./floor-way.ts";
-import { assertStorage, type ServerProcess, startProcess } from "./processes.ts";
+import { assertStorage, connectedPorts, type ServerProcess, startProcess } from "./processes.ts";
 import { type BenchDatabase, createDatabase, findPostgres } from "./support.ts";
 import { startEdgeShape } from "../tests/support/edge.ts";
 import { findPgBouncer, startPgBouncer } from "../tests/support/pgbouncer.ts";
@@ -93,8 +93,9 @@ function localEngine(
 /**
  * The deployed shape (issue 12): the `api` function as its own process with the edge runtime's
  * permissions only (`--allow-net --allow-env`, tests/support/edge.ts), on Postgres through
- * PgBouncer in transaction mode; its floor is the bare server through the same pooler, with the
- * same driver settings (a pooler URL: no prepared statements). Supabase's own gateway is not here.
+ * PgBouncer in transaction mode (checked: its connections go to the pooler, none straight to the
+ * database); its floor is the bare server through the same pooler, with the same driver settings
+ * (a pooler URL: no prepared statements). Supabase's own gateway is not here.
  */
 function deployedEngine(): BenchEngine {
   return {
@@ -132,6 +133,8 @@ function deployedEngine(): BenchEngine {
         ...keys,
         ...db.env,
         SUPABASE_URL: "https://bench.supabase.co",
+        // Supabase gives every function the direct URL too; it must prefer DATABASE_URL, the
+        // pooler, which assertThroughPooler checks.
         SUPABASE_DB_URL: db.url!,
         ALLOWED_ORIGINS: "http://127.0.0.1:54321",
       };
@@ -141,13 +144,63 @@ function deployedEngine(): BenchEngine {
         instancesPerFunction: 1,
       });
       const url = `http://127.0.0.1:${edge.instances.api[0]}`;
-      await assertStorage("the deployed api function", url, "postgres:public.user_secrets");
-      return { url, env, pid: edge.pids[0], pids: edge.pids, stop: () => edge.stop() };
+      const server = { url, env, pid: edge.pids[0], pids: edge.pids, stop: () => edge.stop() };
+      try {
+        await assertStorage("the deployed api function", url, "postgres:public.user_secrets");
+        await assertThroughPooler("the deployed api function", server, db);
+      } catch (error) {
+        await server.stop();
+        throw error;
+      }
+      return server;
     },
     floorWays: ["direct"],
     startFloor: startBareFloor,
     functionEnv: (db, keys) => ({ ...keys, ...db.env, ALLOWED_ORIGINS: "http://127.0.0.1:54321" }),
   };
+}
+
+/**
+ * Throws unless `server` reaches the database through the pooler alone. The storage it reports
+ * names the engine, not the way to it, so after one request that writes (a nonce: the function
+ * opens a connection, kept 30 s when idle) its sockets are listed: one at least must go to the
+ * pooler's port (DATABASE_URL) and none to the database server's (the direct URL).
+ */
+async function assertThroughPooler(what: string, server: ServerProcess, db: BenchDatabase) {
+  const nonce = await fetch(`${server.url}/api/auth/nonce`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: "{}",
+  });
+  await nonce.body?.cancel();
+  if (nonce.status !== 200) throw new Error(`${what}: a nonce failed (${nonce.status})`);
+  const ports = await connectedPorts(server.pids ?? [server.pid]);
+  if (ports === null) {
+    throw new Error(`${what}: cannot tell which way it reaches the database (ss did not run)`);
+  }
+  const problem = poolerProblem(ports, portOf(db.env.DATABASE_URL), portOf(db.url!));
+  if (problem !== null) throw new Error(`${what} ${problem}`);
+}
+
+/** A Postgres URL's port; NaN without one. */
+const portOf = (url: string | undefined) =>
+  url === undefined ? NaN : Number(new URL(url).port || 5432);
+
+/** What is wrong with where a deployed process's connections go (by process), or null. */
+export function poolerProblem(
+  ports: ReadonlyMap<number, readonly number[]>,
+  poolerPort: number,
+  databasePort: number,
+): string | null {
+  const all = [...ports.values()].flat();
+  if (Number.isNaN(poolerPort) || poolerPort === databasePort) {
+    return `is given no pooler to connect through (the database is on port ${databasePort})`;
+  }
+  if (all.includes(databasePort)) {
+    return `connects straight to the database (port ${databasePort}), not through the pooler (port ${poolerPort})`;
+  }
+  if (!all.includes(poolerPort)) return `holds no connection to the pooler (port ${poolerPort})`;
+  return null;
 }
 
 /** PgBouncer's server connections per database in the deployed shape: fewer than the clients. */

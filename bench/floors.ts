@@ -4,6 +4,7 @@
  */
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 import type { BenchEngine, FloorProcess } from "./engines.ts";
+import { alsoRowSuffix } from "./floor-changes.ts";
 import { besideLabel, besideRowSuffix, wayLabel } from "./floor-way.ts";
 import { mergeLoads, runLoad } from "./http-load.ts";
 import { ROUTE_LABELS, serverCpuMs } from "./routes.ts";
@@ -22,11 +23,18 @@ export const FLOORS = {
     request: (url: string, user: string) =>
       new Request(`${url}/reveal?user=${user}`, { method: "POST" }),
   },
-  // An audited reveal must commit a write: the same read plus one insert, in one round trip.
+  // An audited reveal must commit a write: the same read plus one insert, in one round trip (one
+  // statement, so on every engine: bench/floor-queries.ts).
   "audited read": {
     label: "bare read (the creator's ciphertexts) + one committed insert",
     request: (url: string, user: string) =>
       new Request(`${url}/reveal-audited?user=${user}`, { method: "POST" }),
+  },
+  // Reveal's floor until 2026-11-25, kept beside the new one (bench/floor-changes.ts).
+  "audited read in two statements": {
+    label: "bare read (the creator's ciphertexts) + one committed insert, as two statements",
+    request: (url: string, user: string) =>
+      new Request(`${url}/reveal-audited?user=${user}&statements=2`, { method: "POST" }),
   },
   write: {
     label: "bare write (one upsert)",
@@ -35,30 +43,54 @@ export const FLOORS = {
         method: "PUT",
       }),
   },
+  // The nonce commits without waiting for the WAL flush (functions/wallet-proof/nonce.ts), so its
+  // floor's upsert does too; until 2026-11-25 it was `write`, which waits (bench/floor-changes.ts).
+  "write without flush wait": {
+    label: "bare write (one upsert) committed without waiting for the WAL flush",
+    request: (url: string, user: string, i: number) =>
+      new Request(
+        `${url}/?user=${user}&type=${SECRET_TYPES[i % SECRET_TYPES.length]}&synchronous_commit=off`,
+        { method: "PUT" },
+      ),
+  },
 } as const;
 export type Floor = keyof typeof FLOORS;
 
 /** The floor each route is compared with (wallet-proof's also adds one in-process recovery). */
 export const FLOOR_OF: Record<string, Floor> = {
-  nonce: "write",
+  nonce: "write without flush wait",
   "wallet-proof": "write",
   list: "read",
   put: "write",
   reveal: "audited read",
 };
-/** A second floor a route is also reported against: reveal beside the plain read. */
-export const ALSO_AGAINST: Partial<Record<string, Floor>> = { reveal: "ciphertext read" };
+/**
+ * Other floors a route is also reported against, each with what its row says: reveal beside the
+ * plain read, and every route whose floor changed beside its old one (bench/floor-changes.ts).
+ */
+export const ALSO_AGAINST: Partial<Record<string, readonly { floor: Floor; against: string }[]>> = {
+  reveal: [
+    { floor: "ciphertext read", against: "the plain read" },
+    { floor: "audited read in two statements", against: "its floor until 2026-11-25" },
+  ],
+  nonce: [{ floor: "write", against: "its floor until 2026-11-25" }],
+};
 /** The route next to which each floor's own row is measured. */
 export const FLOOR_ROW_FROM: Record<Floor, string> = {
   read: "list",
   "ciphertext read": "reveal",
   "audited read": "reveal",
+  "audited read in two statements": "reveal",
   write: "put",
+  "write without flush wait": "nonce",
 };
+
+/** The floors whose answer is a write's; the others answer with the creator's seven rows. */
+const WRITES: readonly Floor[] = ["write", "write without flush wait"];
 
 /** What makes a floor's answer count: a read returned all seven rows; a write answered 2xx. */
 export function floorOk(floor: Floor): (response: Response, body: string) => boolean {
-  return floor === "write"
+  return WRITES.includes(floor)
     ? (response) => response.status >= 200 && response.status < 300
     : (response, body) => response.status === 200 && JSON.parse(body).secrets.length === 7;
 }
@@ -66,6 +98,8 @@ export function floorOk(floor: Floor): (response: Response, body: string) => boo
 export interface Measured {
   result: Awaited<ReturnType<typeof runLoad>>;
   cpuUsPerRequest: number | null;
+  /** wallet-proof only: its prepared proofs ran out before the measuring time was up. */
+  proofsRanOut?: boolean;
 }
 
 /** One floor at one concurrency against the bare server, with its CPU per request. */
@@ -157,6 +191,7 @@ function measuredFields(engine: BenchEngine, single: Measured, loaded: Measured)
     rps: loaded.result.rps,
     p50At1Ms: single.result.p50Ms,
     cpuUsPerRequest: loaded.cpuUsPerRequest,
+    ...(single.proofsRanOut || loaded.proofsRanOut ? { proofsRanOut: true } : {}),
   };
 }
 
@@ -164,8 +199,8 @@ function measuredFields(engine: BenchEngine, single: Measured, loaded: Measured)
 export interface FloorsMeasured {
   /** Its floor, reached the engine's own way (engine.floorWays[0]): its targets use this one. */
   readonly floorFor: Record<string, Measured[]>;
-  /** ALSO_AGAINST's floor, reached the same way. */
-  readonly alsoFloorFor: Record<string, Measured[]>;
+  /** ALSO_AGAINST's floors, reached the same way: by floor, then by route. */
+  readonly alsoFloorFor: Partial<Record<Floor, Record<string, Measured[]>>>;
   /** Its floor reached the other way (engine.floorWays[1]), when the engine has one. */
   readonly besideFloorFor: Record<string, Measured[]> | null;
 }
@@ -192,14 +227,13 @@ export function pushEngineRows(
     });
   for (const floorKey of Object.keys(FLOORS) as Floor[]) {
     const from = FLOOR_ROW_FROM[floorKey];
-    const also = ALSO_AGAINST[from] === floorKey;
+    const own = FLOOR_OF[from] === floorKey;
+    const measured = own ? floorFor[from] : alsoFloorFor[floorKey]?.[from];
+    // A floor has a row when the route it is measured next to was measured.
+    if (measured === undefined) continue;
     const label = FLOORS[floorKey].label;
-    baselineRow(
-      `${engine.name}/floor:${floorKey}`,
-      label + wayLabel(way),
-      also ? alsoFloorFor[from] : floorFor[from],
-    );
-    if (besideFloorFor !== null && besideWay !== undefined && !also) {
+    baselineRow(`${engine.name}/floor:${floorKey}`, label + wayLabel(way), measured);
+    if (besideFloorFor !== null && besideWay !== undefined && own) {
       baselineRow(
         `${engine.name}/floor:${floorKey}:${besideWay}`,
         label + besideLabel(besideWay),
@@ -207,7 +241,7 @@ export function pushEngineRows(
       );
     }
   }
-  // Each route against the one query it cannot do without, measured next to it: the nonce and
+  // Each route against the one query it cannot do without, measured next to it: the nonce, PUT and
   // wallet-proof write (wallet-proof also recovers one signature), the list and reveal read.
   for (const measure of measures) {
     const [single, loaded] = route[measure];
@@ -230,6 +264,8 @@ export function pushEngineRows(
         baselineP50Ms: floorMs,
         ratio: loaded.result.p50Ms / floorMs,
         ratioAt1: single.result.p50Ms / floorAt1,
+        // A floor that failed is no yardstick: the verdict on this row fails with it (render.ts).
+        floorErrors: floorSingle.result.errors + floorLoaded.result.errors,
       });
     };
     const floorLabel = (suffix: string) =>
@@ -243,13 +279,12 @@ export function pushEngineRows(
       floorFor[measure],
       true,
     );
-    const also = ALSO_AGAINST[measure];
-    if (also !== undefined) {
+    for (const { floor: also, against: which } of ALSO_AGAINST[measure] ?? []) {
       against(
-        `${engine.name}/${measure}-vs-${also.replaceAll(" ", "-")}`,
-        `${ROUTE_LABELS[measure]}, against the plain read`,
+        `${engine.name}/${measure}${alsoRowSuffix(also)}`,
+        `${ROUTE_LABELS[measure]}, against ${which}`,
         FLOORS[also].label + wayLabel(way),
-        alsoFloorFor[measure],
+        alsoFloorFor[also]![measure],
         false,
       );
     }

@@ -4,9 +4,9 @@
  */
 import { type BenchEngine, startChecked } from "./engines.ts";
 import { serverEnv } from "./processes.ts";
-import { proofPool, routes, workerSessions } from "./routes.ts";
+import { proofPool, proofsFor, routes, workerSessions } from "./routes.ts";
 import { GROWTH, GROWTH_MS, log } from "./settings.ts";
-import type { RunResult } from "./summary.ts";
+import type { Growth, RunResult } from "./summary.ts";
 import { seedCreatorsSql } from "./support.ts";
 
 export async function growthRun(engine: BenchEngine, result: RunResult) {
@@ -31,25 +31,37 @@ export async function growthRun(engine: BenchEngine, result: RunResult) {
         );
         seeded = target;
       }
-      const proofs = await proofPool(server, 160);
-      const { results } = await routes(engine, server, sessions, 1, GROWTH_MS, proofs, [
+      const proofs = await proofPool(server, proofsFor(1, GROWTH_MS));
+      const measured = await routes(engine, server, sessions, 1, GROWTH_MS, proofs, [
         "list",
         "put",
         "wallet-proof",
       ]);
-      for (const [measure, measured] of Object.entries(results)) {
-        result.growth.push({
-          engine: engine.name,
-          creators: target,
-          measure,
-          p50Ms: measured.p50Ms,
-          p99Ms: measured.p99Ms,
-          rps: measured.rps,
-        });
-      }
+      result.growth.push(...growthRows(engine.name, target, measured));
     }
   } finally {
     await server.stop();
     await db.drop();
   }
+}
+
+/**
+ * One step's rows: each route's latency with its errors (a route that fails fast must not read as
+ * faster), and whether wallet-proof's proofs ran out before the time was up.
+ */
+export function growthRows(
+  engine: string,
+  creators: number,
+  { results, proofsRanOut }: Awaited<ReturnType<typeof routes>>,
+): Growth[] {
+  return Object.entries(results).map(([measure, measured]) => ({
+    engine,
+    creators,
+    measure,
+    p50Ms: measured.p50Ms,
+    p99Ms: measured.p99Ms,
+    rps: measured.rps,
+    errors: measured.errors,
+    ...(measure === "wallet-proof" && proofsRanOut ? { proofsRanOut: true } : {}),
+  }));
 }

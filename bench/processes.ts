@@ -1,7 +1,7 @@
 /**
  * The local server (server/main.ts), or any other script, as its own process on a free loopback
  * port, with exactly the environment meant for it; and what such a process reports about itself
- * (its storage, its CPU time).
+ * (its storage, its CPU time, where its connections go).
  */
 import { generateDevKeys } from "../server/dev-keys.ts";
 import { freePort } from "../tests/support/ports.ts";
@@ -204,4 +204,42 @@ export async function cpuMs(pid: number): Promise<number | null> {
   } catch {
     return null;
   }
+}
+
+/**
+ * The remote ports of the established TCP connections each of `pids` holds, from `ss` (Linux; it
+ * names a socket's process for that process's own user, or root); null where ss cannot be run.
+ */
+export async function connectedPorts(
+  pids: readonly number[],
+): Promise<Map<number, number[]> | null> {
+  try {
+    const out = await new Deno.Command("ss", {
+      args: ["-tnpH", "state", "established"],
+      stdout: "piped",
+      stderr: "null",
+    }).output();
+    return out.success ? peerPortsByPid(new TextDecoder().decode(out.stdout), pids) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * `ss -tnpH state established` as the peer ports each of `pids` is connected to. A line ends with
+ * the peer `address:port` and the processes holding the socket: `users:(("deno",pid=12,fd=3))`.
+ */
+export function peerPortsByPid(ssOutput: string, pids: readonly number[]): Map<number, number[]> {
+  const ports = new Map(pids.map((pid) => [pid, [] as number[]]));
+  for (const line of ssOutput.split("\n")) {
+    const fields = line.trim().split(/\s+/);
+    const users = fields.findIndex((field) => field.startsWith("users:"));
+    if (users < 1) continue;
+    const peer = fields[users - 1];
+    const port = Number(peer.slice(peer.lastIndexOf(":") + 1));
+    for (const [, pid] of fields.slice(users).join(" ").matchAll(/pid=(\d+)/g)) {
+      ports.get(Number(pid))?.push(port);
+    }
+  }
+  return ports;
 }

@@ -2,6 +2,7 @@
  * The tables of one bench run (bench/results/latest.json) as Markdown: against the targets, the
  * in-process sign-in check, routes and floors per engine, cold start, growth, and the run's notes.
  */
+import { alsoRowSuffix, FLOOR_CHANGES, FLOOR_CHANGES_REASON } from "./floor-changes.ts";
 import { besideRowSuffix, GUARDED_FLOOR_CHANGE } from "./floor-way.ts";
 import { show, table } from "./markdown.ts";
 import type { BenchResults, Spread } from "./results-types.ts";
@@ -20,6 +21,8 @@ function targetLines(results: BenchResults): string[] {
         if (!engine.targeted) return "not targeted";
         if (ratio === null) return "not measured";
         if (row.errors > 0) return "**no** (errors)";
+        // A floor that failed is no yardstick (a fast error is no floor at all).
+        if ((row.floorErrors ?? 0) > 0) return "**no** (floor errors)";
         if (ratio.median <= limit) return "yes";
         const where = which === "at1" ? "at concurrency 1" : `at concurrency ${meta.concurrency}`;
         const cause = target.causes?.[engine.name]?.[which];
@@ -64,43 +67,101 @@ function targetLines(results: BenchResults): string[] {
 
 /** Each route against its floor without the guard (before) and behind it (now), side by side. */
 function floorChangeLines(results: BenchResults): string[] {
+  return beforeAndNowLines(
+    results,
+    GUARDED_FLOOR_CHANGE,
+    TARGETS.map((target) => ({ route: target.route, beforeSuffix: besideRowSuffix("direct") })),
+    ["floor without the guard (before)", "floor behind it (now)"],
+  );
+}
+
+/** Each route whose floor changed (bench/floor-changes.ts) against its old and its new floor. */
+function floorsChangedLines(results: BenchResults): string[] {
+  return beforeAndNowLines(
+    results,
+    FLOOR_CHANGES_REASON,
+    FLOOR_CHANGES.map((change) => ({
+      route: change.route,
+      beforeSuffix: alsoRowSuffix(change.before),
+      showFloors: true,
+    })),
+    ["before", "now"],
+  );
+}
+
+/**
+ * A reason, then a table of each route's ratios against a floor before and now: the route's own
+ * row, and the row whose id ends in `beforeSuffix` (measured beside it, in the same run).
+ */
+function beforeAndNowLines(
+  results: BenchResults,
+  reason: string,
+  routes: readonly { route: string; beforeSuffix: string; showFloors?: boolean }[],
+  [before, now]: readonly [string, string],
+): string[] {
   const { meta, summary } = results;
+  const showFloors = routes.some((r) => r.showFloors);
   const rows: string[][] = [];
   for (const engine of meta.engines) {
-    for (const target of TARGETS) {
-      const id = `${engine.name}/${target.route}`;
-      const now = summary.rows.find((r) => r.id === id);
-      const before = summary.rows.find((r) => r.id === `${id}${besideRowSuffix("direct")}`);
-      if (!now || !before) continue;
+    for (const { route, beforeSuffix } of routes) {
+      const id = `${engine.name}/${route}`;
+      const nowRow = summary.rows.find((r) => r.id === id);
+      const beforeRow = summary.rows.find((r) => r.id === `${id}${beforeSuffix}`);
+      if (!nowRow || !beforeRow) continue;
       rows.push([
         engine.name,
-        target.label,
-        show(before.ratioAt1, 2, "×"),
-        show(now.ratioAt1, 2, "×"),
-        show(before.ratio, 2, "×"),
-        show(now.ratio, 2, "×"),
+        TARGETS.find((target) => target.route === route)?.label ?? route,
+        ...(showFloors ? [beforeRow.baseline ?? "", nowRow.baseline ?? ""] : []),
+        show(beforeRow.ratioAt1, 2, "×"),
+        show(nowRow.ratioAt1, 2, "×"),
+        show(beforeRow.ratio, 2, "×"),
+        show(nowRow.ratio, 2, "×"),
       ]);
     }
   }
   if (rows.length === 0) return [];
   const c = meta.concurrency;
+  const ratios = [
+    `ratio at 1, ${before}`,
+    `ratio at 1, ${now}`,
+    `ratio at ${c}, before`,
+    `ratio at ${c}, now`,
+  ];
   return [
     "",
-    GUARDED_FLOOR_CHANGE,
+    reason,
     "",
     table(
-      [
-        "engine",
-        "route",
-        "ratio at 1, floor without the guard (before)",
-        "ratio at 1, floor behind it (now)",
-        `ratio at ${c}, before`,
-        `ratio at ${c}, now`,
-      ],
+      ["engine", "route", ...(showFloors ? ["floor before", "floor now"] : []), ...ratios],
       rows,
-      [false, false, true, true, true, true],
+      [false, false, ...(showFloors ? [false, false] : []), true, true, true, true],
     ),
   ];
+}
+
+/** A route row's errors cell: its own, its floor's, and runs whose proofs ran out, flagged. */
+function errorsCell(row: BenchResults["summary"]["rows"][number]): string {
+  const floorErrors = row.floorErrors ?? 0;
+  const flags = [
+    ...(floorErrors > 0 ? [`**floor: ${floorErrors}**`] : []),
+    ...proofsRanOutFlag(row.proofsRanOut),
+  ];
+  return [row.errors > 0 ? `**${row.errors}**` : String(row.errors), ...flags].join(", ");
+}
+
+/** "proofs ran out in N runs", when they did: that measurement was cut short. */
+function proofsRanOutFlag(runs: number | undefined): string[] {
+  return runs ? [`proofs ran out in ${runs} run${runs === 1 ? "" : "s"}`] : [];
+}
+
+/** A growth cell: p50 / p99, flagged with its errors and proofs that ran out. */
+function growthCell(g: BenchResults["summary"]["growth"][number]): string {
+  const flags = [
+    ...(g.errors ? [`**${g.errors} error${g.errors === 1 ? "" : "s"}**`] : []),
+    ...proofsRanOutFlag(g.proofsRanOut),
+  ];
+  const figures = `${show(g.p50Ms)} / ${show(g.p99Ms)}`;
+  return flags.length === 0 ? figures : `${figures} (${flags.join(", ")})`;
 }
 
 /** The generated tables of one bench run, their headings at `headingLevel`. */
@@ -131,6 +192,7 @@ export function render(results: BenchResults, headingLevel = 2): string {
     "",
     ...targetLines(results),
     ...floorChangeLines(results),
+    ...floorsChangedLines(results),
     "",
     `${h} Sign-in check, in process`,
     "",
@@ -176,7 +238,7 @@ export function render(results: BenchResults, headingLevel = 2): string {
           show(r.ratio, 2, "×"),
           show(r.p50At1Ms),
           show(r.ratioAt1, 2, "×"),
-          String(r.errors),
+          errorsCell(r),
         ]),
         [false, true, true, true, true, false, true, true, true, true],
       ),
@@ -220,7 +282,7 @@ export function render(results: BenchResults, headingLevel = 2): string {
             const g = summary.growth.find((x) =>
               x.engine === engine && x.creators === creators && x.measure === measure
             );
-            return g ? `${show(g.p50Ms)} / ${show(g.p99Ms)}` : "";
+            return g ? growthCell(g) : "";
           }),
         ]);
       }

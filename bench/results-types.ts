@@ -18,6 +18,10 @@ interface SummaryRow {
   runs: number;
   requests: number;
   errors: number;
+  /** A route's row: its floor's errors over the runs (absent from older results files). */
+  floorErrors?: number;
+  /** wallet-proof: in how many runs its proofs ran out (absent from older results files). */
+  proofsRanOut?: number;
   p50Ms: Spread | null;
   p99Ms: Spread | null;
   rps: Spread | null;
@@ -66,6 +70,9 @@ export interface BenchResults {
       measure: string;
       p50Ms: Spread | null;
       p99Ms: Spread | null;
+      /** Over the runs (absent from older results files). */
+      errors?: number;
+      proofsRanOut?: number;
     }[];
   };
   notes: string[];

@@ -38,7 +38,19 @@ export async function workerSessions(server: ServerProcess, n: number): Promise<
   return sessions;
 }
 
+/**
+ * Proofs enough for wallet-proof at `concurrency` for `durationMs`: at more than twice the fastest
+ * rate measured here (~560 sign-ins/s at concurrency 8, ~330/s at 1: the run of 5d0fc3b), so a
+ * pool lasts the measuring time (one that runs out anyway is reported: `proofsRanOut`). Preparing
+ * one takes ~1.3–1.8 ms (a nonce over HTTP and a signature), ~0.6 KB each.
+ */
+export function proofsFor(concurrency: number, durationMs: number): number {
+  const perSecond = concurrency === 1 ? 800 : 1200;
+  return Math.ceil((perSecond * durationMs) / 1000);
+}
+
 export async function proofPool(server: ServerProcess, n: number) {
+  const started = performance.now();
   const wallets = Array.from({ length: 16 }, () => newAccount());
   const proofs: { message: string; signature: string }[] = [];
   for (let i = 0; i < n; i += 16) {
@@ -48,6 +60,9 @@ export async function proofPool(server: ServerProcess, n: number) {
       ),
     );
   }
+  log(
+    `prepared ${n} wallet-proof proofs in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+  );
   return proofs;
 }
 
@@ -132,6 +147,7 @@ export async function routes(
 ) {
   const results: Record<string, Awaited<ReturnType<typeof runLoad>>> = {};
   const cpu: Record<string, number | null> = {};
+  let proofsRanOut = false;
   const scenarios = routeRequests(server, sessions, proofs);
   for (const measure of measures) {
     let cpuBefore: number | null = null;
@@ -154,6 +170,12 @@ export async function routes(
         results[measure].rps.toFixed(0)
       } req/s, ${results[measure].errors} errors`,
     );
+    // Each wallet-proof request spends a proof (no warm-up): all spent means the workers found
+    // none left before the time was up (or, at worst, the last went at the last moment).
+    if (measure === "wallet-proof" && results[measure].requests >= proofs.length) {
+      proofsRanOut = true;
+      log(`${engine.name} wallet-proof at ${concurrency}: its ${proofs.length} proofs ran out`);
+    }
   }
-  return { results, cpu };
+  return { results, cpu, proofsRanOut };
 }

@@ -10,8 +10,10 @@
  * at a fixed concurrency and at concurrency 1: nonce issue, the full wallet-proof, GET
  * /api/secrets (seven stored secrets: there are seven types), PUT, and reveal of all seven. Beside
  * them, in the same run, their floors: a bare Deno.serve handler doing the one indexed query each
- * route needs (a read of the creator's rows, a read of its ciphertexts, one upsert) through the
- * same driver (bench/bare-server.ts, checked the same way), reached the way its route is (behind
+ * route needs (a read of the creator's rows, a read of its ciphertexts and one committed insert in
+ * one statement, one upsert; the nonce's committed without waiting for the WAL flush, as the nonce
+ * is; the floors these replaced measured beside them: bench/floor-changes.ts) through the same
+ * driver (bench/bare-server.ts, checked the same way), reached the way its route is (behind
  * the local server's connection guard on the local engines, with the floor without it measured
  * beside it: bench/floor-way.ts), each measured right after its route
  * where both processes can run at once (PostgreSQL; PGlite allows one process per data
@@ -28,7 +30,7 @@
  * `deno task bench:report` turns that into bench/README.md and the README's tables.
  *
  * Knobs: BENCH_RUNS (3), BENCH_CONCURRENCY (8), BENCH_DURATION_MS (3000), BENCH_SINGLE_MS (1500),
- * BENCH_GROWTH ("1,1000,100000"; "" for none), BENCH_ENGINES ("postgres,pglite"),
+ * BENCH_GROWTH ("1,1000,100000"; "" for none), BENCH_ENGINES ("postgres,pglite,deployed"),
  * BENCH_OUT (bench/results/latest.json).
  */
 import { coldStarts, copyDir } from "./cold-start.ts";
@@ -45,6 +47,7 @@ import {
   type Floor,
   FLOOR_OF,
   FLOORS,
+  type FloorsMeasured,
   type FloorToMeasure,
   type Measured,
   measureFloor,
@@ -57,7 +60,7 @@ import { exitOnUnknownChoices } from "./knobs.ts";
 import { commit, machine } from "./machine.ts";
 import { inProcess } from "./peers.ts";
 import { serverEnv } from "./processes.ts";
-import { proofPool, routes, workerSessions } from "./routes.ts";
+import { proofPool, proofsFor, routes, workerSessions } from "./routes.ts";
 import {
   CONCURRENCY,
   DURATION_MS,
@@ -87,8 +90,9 @@ async function benchEngine(
     // The floors' own creators: the write floor puts random bytes where ciphertexts were, which
     // reveal, measured after it, must not find.
     const floorSessions = await workerSessions(server, CONCURRENCY);
-    const loadedProofs = await proofPool(server, 1200);
-    const singleProofs = await proofPool(server, 400);
+    // Enough for each phase's measuring time (proofsFor); one that still runs out is reported.
+    const singleProofs = await proofPool(server, proofsFor(1, SINGLE_MS));
+    const loadedProofs = await proofPool(server, proofsFor(CONCURRENCY, DURATION_MS));
     const phases = [
       { concurrency: 1, durationMs: SINGLE_MS, proofs: singleProofs },
       { concurrency: CONCURRENCY, durationMs: DURATION_MS, proofs: loadedProofs },
@@ -97,7 +101,7 @@ async function benchEngine(
     // route → [at 1, loaded], and the floor measured for it, likewise.
     const route: Record<string, Measured[]> = {};
     const floorFor: Record<string, Measured[]> = {};
-    const alsoFloorFor: Record<string, Measured[]> = {};
+    const alsoFloorFor: FloorsMeasured["alsoFloorFor"] = {};
     const [way, besideWay] = engine.floorWays;
     const besideFloorFor: Record<string, Measured[]> | null = besideWay === undefined ? null : {};
     // wallet-proof's in-process recovery, timed right after it in each phase.
@@ -108,7 +112,7 @@ async function benchEngine(
       return measured;
     };
     const measureRouteOnly = async (measure: string, phase: typeof phases[number]) => {
-      const { results, cpu } = await routes(
+      const { results, cpu, proofsRanOut } = await routes(
         engine,
         server,
         sessions,
@@ -117,7 +121,7 @@ async function benchEngine(
         phase.proofs,
         [measure],
       );
-      return { result: results[measure], cpuUsPerRequest: cpu[measure] };
+      return { result: results[measure], cpuUsPerRequest: cpu[measure], proofsRanOut };
     };
     const floorNow = (floor: FloorProcess, key: Floor, phase: typeof phases[number]) =>
       measureFloor(engine, floor, floorSessions, key, phase.concurrency, phase.durationMs);
@@ -137,10 +141,13 @@ async function benchEngine(
         for (const phase of phases) {
           for (const measure of measures) {
             (route[measure] ??= []).push(await measureRoute(measure, phase));
-            const also = ALSO_AGAINST[measure];
             const floors: FloorToMeasure[] = [
               { server: floor, floor: FLOOR_OF[measure], into: floorFor },
-              ...(also === undefined ? [] : [{ server: floor, floor: also, into: alsoFloorFor }]),
+              ...(ALSO_AGAINST[measure] ?? []).map(({ floor: also }) => ({
+                server: floor,
+                floor: also,
+                into: alsoFloorFor[also] ??= {},
+              })),
               ...(beside === null || besideFloorFor === null
                 ? []
                 : [{ server: beside, floor: FLOOR_OF[measure], into: besideFloorFor }]),
@@ -190,8 +197,9 @@ async function benchEngine(
       const besideFloors = besideFirst ? earlyBeside : await besideNow();
       for (const measure of measures) {
         floorFor[measure] = floors[FLOOR_OF[measure]]!;
-        const also = ALSO_AGAINST[measure];
-        if (also !== undefined) alsoFloorFor[measure] = floors[also]!;
+        for (const { floor: also } of ALSO_AGAINST[measure] ?? []) {
+          (alsoFloorFor[also] ??= {})[measure] = floors[also]!;
+        }
         if (besideFloors !== null && besideFloorFor !== null) {
           besideFloorFor[measure] = besideFloors[FLOOR_OF[measure]]!;
         }
@@ -249,7 +257,7 @@ for (let run = 1; run <= RUNS; run++) {
 
 notes.push(
   "GET /api/secrets and reveal run with 7 stored secrets per creator: the spec has seven secret types, so 7 is the most a creator can store. An answer counts only if it did what the row's label says (GET lists 7, reveal returns 7 values, sign-in issues a session, PUT names the type it saved); anything else is an error.",
-  "Each route's floor is the bare server doing the one query the route cannot do without, through the same driver: GET /api/secrets the creator's rows, reveal the creator's ciphertexts, PUT and the nonce one upsert; wallet-proof's is one signature recovery (viem, in-process p50, timed right after the route) plus that write, at the same concurrency. It is reached the way its route is: on the local engines through the local server's connection guard (the floor without it, the yardstick until 2026-11-25, is measured beside it and reported as 'without the connection guard'; on PostgreSQL the floors after a route are measured in halves placed A B … B A, so that none is always the nearest to the route), on the deployed shape directly, through the same pooler. On PostgreSQL each floor is measured right after its route (the floor rows: next to GET, reveal and PUT); on PGlite, which allows one process per data directory, after all the routes.",
+  "Each route's floor is the bare server doing the one query the route cannot do without, through the same driver: GET /api/secrets the creator's rows, reveal the creator's ciphertexts and one committed insert (one statement), PUT one upsert, the nonce the same upsert committed without waiting for the WAL flush, as the nonce commits; wallet-proof's is one signature recovery (viem, in-process p50, timed right after the route) plus PUT's upsert, at the same concurrency. The floors these replaced on 2026-11-25 (reveal's read and insert as two statements, the nonce's upsert waiting for the flush) are measured beside them, and each such route is reported against both. It is reached the way its route is: on the local engines through the local server's connection guard (the floor without it, the yardstick until 2026-11-25, is measured beside it and reported as 'without the connection guard'; on PostgreSQL the floors after a route are measured in halves placed A B … B A, so that none is always the nearest to the route), on the deployed shape directly, through the same pooler. On PostgreSQL each floor is measured right after its route (the floor rows: next to GET, reveal, PUT and the nonce); on PGlite, which allows one process per data directory, after all the routes.",
   "Every server, floor and function process gets exactly its engine's environment (only PATH, HOME and Deno's own variables are inherited), and the bench checks the storage each reports before measuring it.",
   "'at 1' columns: the same route at concurrency 1 (unqueued latency) against the floor at concurrency 1; the main columns run at the fixed concurrency, where a two-core machine queues CPU work and p50 tracks throughput.",
   "server CPU µs/req: CPU time (user + system) of the server process per request at the fixed concurrency, from /proc; it moves much less than latency when other work shares the machine.",

@@ -11,11 +11,13 @@
  * Knobs: SIGNIN_N (400), SIGNIN_ROUNDS (5).
  */
 import { freePort } from "../tests/support/ports.ts";
+import { integerKnob } from "./knobs.ts";
 import { childEnv, cpuMs, reportedStorage, serverEnv } from "./processes.ts";
+import { median } from "./summary.ts";
 import { createDatabase, findPostgres, newAccount, preparedProof } from "./support.ts";
 
-const N = Number(Deno.env.get("SIGNIN_N") ?? 400);
-const ROUNDS = Number(Deno.env.get("SIGNIN_ROUNDS") ?? 5);
+const N = integerKnob("SIGNIN_N", 400);
+const ROUNDS = integerKnob("SIGNIN_ROUNDS", 5);
 const other = Deno.args[0];
 if (!other) {
   console.error("usage: deno run -A bench/signin-cpu.ts <the other tree's directory>");
@@ -95,11 +97,10 @@ try {
     );
   }
   for (const [name, xs] of Object.entries(results)) {
-    const sorted = [...xs].sort((a, b) => a - b);
     console.log(
-      `${name}: median ${sorted[Math.floor(sorted.length / 2)].toFixed(0)} µs (${
-        sorted[0].toFixed(0)
-      }–${sorted.at(-1)!.toFixed(0)}) per sign-in`,
+      `${name}: median ${median(xs).toFixed(0)} µs (${Math.min(...xs).toFixed(0)}–${
+        Math.max(...xs).toFixed(0)
+      }) per sign-in`,
     );
   }
 } finally {

@@ -23,6 +23,10 @@ export interface Row {
   ratioAt1?: number;
   /** CPU the server process spent per request at the fixed concurrency (robust to a busy machine). */
   cpuUsPerRequest?: number | null;
+  /** A route's row: the errors of the floor it is set against (at 1 and loaded). */
+  floorErrors?: number;
+  /** wallet-proof: its prepared proofs ran out before the measuring time was up. */
+  proofsRanOut?: boolean;
 }
 
 export interface ColdStart {
@@ -40,6 +44,9 @@ export interface Growth {
   p50Ms: number;
   p99Ms: number;
   rps: number;
+  errors: number;
+  /** wallet-proof: its prepared proofs ran out before the measuring time was up. */
+  proofsRanOut?: boolean;
 }
 
 export interface RunResult {
@@ -81,6 +88,9 @@ export function summarize(runs: readonly RunResult[]) {
       runs: each.length,
       requests: each.reduce((n, row) => n + row.requests, 0),
       errors: each.reduce((n, row) => n + row.errors, 0),
+      floorErrors: each.reduce((n, row) => n + (row.floorErrors ?? 0), 0),
+      // In how many runs.
+      proofsRanOut: each.filter((row) => row.proofsRanOut).length,
       p50Ms: spread(each.map((row) => row.p50Ms)),
       p99Ms: spread(each.map((row) => row.p99Ms)),
       rps: spread(each.map((row) => row.rps)),
@@ -119,6 +129,8 @@ export function summarize(runs: readonly RunResult[]) {
       measure: each[0].measure,
       p50Ms: spread(each.map((g) => g.p50Ms)),
       p99Ms: spread(each.map((g) => g.p99Ms)),
+      errors: each.reduce((n, g) => n + g.errors, 0),
+      proofsRanOut: each.filter((g) => g.proofsRanOut).length,
     };
   });
   return { rows, coldStart, growth };

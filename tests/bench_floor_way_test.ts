@@ -3,18 +3,41 @@
  * The guarded floor really runs behind it (a head that never finishes is cut off at the guard's
  * deadline; the direct floor keeps waiting), each floor reports how it is reached, and a floor
  * reached the wrong way is caught before anything is measured against it. The published tables
- * show every route against the floor before the change and after it, side by side.
+ * show every route against the floor before the change and after it, side by side. Reveal's
+ * audited floor is one statement, the nonce's floor commits as the nonce does, and both routes are
+ * still set against their old floors beside the new ones.
  */
 import assert from "node:assert/strict";
+import type { Database, Row, Statement } from "../functions/_shared/db/db.ts";
+import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
+import { issueNonceBatch, WITHOUT_WAITING_FOR_FLUSH } from "../functions/wallet-proof/nonce.ts";
 import { type BenchEngine, ENGINES, startCheckedFloor } from "../bench/engines.ts";
+import { FLOOR_CHANGES_REASON } from "../bench/floor-changes.ts";
+import {
+  AUDIT_INSERT,
+  AUDITED_CIPHERTEXTS,
+  auditedCiphertextsBare,
+  auditedCiphertextsInTwoStatements,
+  CIPHERTEXTS,
+  NO_FLUSH_WAIT,
+  UPSERT,
+  upsertBare,
+} from "../bench/floor-queries.ts";
 import { floorWay, GUARDED_FLOOR_CHANGE } from "../bench/floor-way.ts";
-import { type Measured, measureFloorsAfter, pushEngineRows } from "../bench/floors.ts";
+import {
+  FLOOR_OF,
+  FLOORS,
+  type Measured,
+  measureFloorsAfter,
+  pushEngineRows,
+} from "../bench/floors.ts";
 import { type LoadResult, mergeLoads } from "../bench/http-load.ts";
 import { type RunResult, summarize } from "../bench/summary.ts";
 import { serverEnv } from "../bench/processes.ts";
 import { render } from "../bench/render.ts";
 import { createDatabase } from "../bench/support.ts";
-import { benchResults, listRow, spread } from "./support/bench-results.ts";
+import { benchResults, listRow, measured, spread } from "./support/bench-results.ts";
+import { openTestDatabase } from "./support/database.ts";
 
 const HEAD_TIMEOUT_MS = 300;
 
@@ -114,36 +137,24 @@ Deno.test("the tables set each route against its floor before the change and aft
   assert.ok(!render(benchResults([now])).includes(GUARDED_FLOOR_CHANGE));
 });
 
-/** A measurement whose p50 is `p50Ms` (one request per millisecond given). */
-function measured(p50Ms: number): Measured {
-  const result: LoadResult = {
-    requests: 100,
-    errors: 0,
-    statuses: { "200": 100 },
-    p50Ms,
-    p99Ms: p50Ms * 2,
-    meanMs: p50Ms,
-    rps: 1000 / p50Ms,
-    seconds: p50Ms / 10,
-    latencies: [],
-  };
-  return { result, cpuUsPerRequest: 100 };
-}
-
 /** [at 1, loaded]. */
 const pair = (at1: number, loaded: number) => [measured(at1), measured(loaded)];
 
-/** The rows pushEngineRows makes for GET, PUT and reveal with fixed routes and floors. */
+/** The rows pushEngineRows makes for GET, PUT, reveal and the nonce with fixed routes and floors. */
 function engineRows(name: string, besideFloorFor: Record<string, Measured[]> | null): RunResult {
   const result: RunResult = { run: 1, rows: [], coldStart: [], growth: [] };
   pushEngineRows(
     ENGINES.find((engine) => engine.name === name)!,
-    ["list", "put", "reveal"],
-    { list: pair(2, 4), put: pair(3, 6), reveal: pair(4, 8) },
+    ["list", "put", "reveal", "nonce"],
+    { list: pair(2, 4), put: pair(3, 6), reveal: pair(4, 8), nonce: pair(1, 2) },
     {
-      floorFor: { list: pair(1, 2), put: pair(1.5, 3), reveal: pair(2, 4) },
-      alsoFloorFor: { reveal: pair(1, 2) },
-      besideFloorFor,
+      floorFor: { list: pair(1, 2), put: pair(1.5, 3), reveal: pair(2, 4), nonce: pair(1, 1) },
+      alsoFloorFor: {
+        "ciphertext read": { reveal: pair(1, 2) },
+        "audited read in two statements": { reveal: pair(4, 4) },
+        write: { nonce: pair(2, 4) },
+      },
+      besideFloorFor: besideFloorFor && { ...besideFloorFor, nonce: pair(0.5, 0.5) },
     },
     [0, 0],
     result,
@@ -193,6 +204,131 @@ Deno.test("each route's row is against its floor reached its own way, and its -v
     text,
     /\| postgres \| PUT \/api\/secrets \| 3\.00× \| 2\.00× \| 3\.00× \| 2\.00× \|/,
   );
+});
+
+Deno.test("reveal and the nonce are set against their old floors too, side by side under the reason", () => {
+  const result = engineRows("postgres", {
+    list: pair(0.5, 1),
+    put: pair(1, 2),
+    reveal: pair(1, 2),
+  });
+  const row = (id: string) => result.rows.find((r) => r.id === id);
+  // Against the new floors: the nonce's commits as the nonce does; reveal's is one statement.
+  assert.equal(
+    row("postgres/nonce")?.baseline,
+    "bare write (one upsert) committed without waiting for the WAL flush, behind the connection guard",
+  );
+  assert.deepEqual([row("postgres/nonce")?.ratioAt1, row("postgres/nonce")?.ratio], [1, 2]);
+  // And against the old ones, measured beside them.
+  const nonceBefore = row("postgres/nonce-vs-write");
+  assert.equal(nonceBefore?.measure, "POST /api/auth/nonce, against its floor until 2026-11-25");
+  assert.deepEqual([nonceBefore?.ratioAt1, nonceBefore?.ratio], [0.5, 0.5]);
+  const revealBefore = row("postgres/reveal-vs-audited-read-in-two-statements");
+  assert.deepEqual([revealBefore?.ratioAt1, revealBefore?.ratio], [1, 2]);
+  // Each new floor has its rows; an old one is measured one way only.
+  assert.equal(row("postgres/floor:write without flush wait")?.p50Ms, 1);
+  assert.equal(row("postgres/floor:write without flush wait:direct")?.p50Ms, 0.5);
+  assert.equal(row("postgres/floor:audited read in two statements")?.p50Ms, 4);
+  assert.equal(row("postgres/floor:audited read in two statements:direct"), undefined);
+
+  const text = render(benchResults(summarize([result]).rows));
+  assert.ok(text.includes(FLOOR_CHANGES_REASON));
+  assert.match(
+    text,
+    /\| postgres \| POST \/api\/auth\/nonce \| bare write \(one upsert\), behind the connection guard \| bare write \(one upsert\) committed without waiting for the WAL flush, behind the connection guard \| 0\.50× \| 1\.00× \| 0\.50× \| 2\.00× \|/,
+  );
+  assert.match(
+    text,
+    /\| postgres \| POST \/api\/secrets\/reveal \| [^|]*, as two statements, behind the connection guard \| [^|]* \| 1\.00× \| 2\.00× \| 2\.00× \| 2\.00× \|/,
+  );
+});
+
+/** `db`, with every call's statement texts noted in `sent` (one list per round of the driver). */
+function recording(db: Database, sent: string[][]): Database {
+  return {
+    ...db,
+    query<T extends Row>(text: string, params?: readonly unknown[]) {
+      sent.push([text]);
+      return db.query<T>(text, params);
+    },
+    batch(statements: readonly Statement[]) {
+      sent.push(statements.map((statement) => statement.text));
+      return db.batch(statements);
+    },
+  };
+}
+
+Deno.test("reveal's audited floor is one statement, and the nonce's floor commits as the nonce does", async () => {
+  const { db, close } = await openTestDatabase("pglite");
+  try {
+    const user = crypto.randomUUID();
+    await db.query(
+      `insert into public.wallet_users (id, wallet_address) values ($1, '0x' || repeat('ab', 20))`,
+      [user],
+    );
+    await db.query(
+      `insert into public.user_secrets (user_id, secret_type, ciphertext, iv, key_id)
+         select $1, t, gen_random_bytes(48), gen_random_bytes(12), 'k1' from unnest($2::text[]) t`,
+      [user, SECRET_TYPES],
+    );
+    const reveals = async () =>
+      (await db.query<{ n: number }>(
+        `select count(*)::int as n from public.secret_events where user_id = $1 and action = 'reveal'`,
+        [user],
+      ))[0].n;
+    const sent: string[][] = [];
+    const floorDb = recording(db, sent);
+
+    // One statement, so one round trip prepared or not: the read, with the insert in a WITH.
+    assert.equal((await auditedCiphertextsBare(floorDb, user)).length, 7);
+    assert.deepEqual(sent.splice(0), [[AUDITED_CIPHERTEXTS]]);
+    assert.equal(AUDITED_CIPHERTEXTS, `with audit as (${AUDIT_INSERT}) ${CIPHERTEXTS}`);
+    assert.equal(await reveals(), 1);
+    // The floor it replaced: the same work as two statements.
+    assert.equal((await auditedCiphertextsInTwoStatements(floorDb, user)).length, 7);
+    assert.deepEqual(sent.splice(0), [[CIPHERTEXTS, AUDIT_INSERT]]);
+    assert.equal(await reveals(), 2);
+
+    // The nonce's floor: the nonce's own setting, then the upsert, in one transaction.
+    assert.equal(NO_FLUSH_WAIT, WITHOUT_WAITING_FOR_FLUSH);
+    const [routeSetting] = issueNonceBatch({
+      nonce: "n",
+      ttlSeconds: 60,
+      address: null,
+      chainId: null,
+      bucket: "b",
+      maxHits: 1,
+      windowSeconds: 60,
+    });
+    assert.equal(routeSetting.text, NO_FLUSH_WAIT);
+    const [written] = await upsertBare(
+      floorDb,
+      user,
+      SECRET_TYPES[0],
+      "without waiting for the flush",
+    );
+    assert.equal(written.created, false);
+    assert.deepEqual(sent.splice(0), [[NO_FLUSH_WAIT, UPSERT]]);
+    // PUT's floor waits for the flush, as PUT does.
+    await upsertBare(floorDb, user, SECRET_TYPES[0]);
+    assert.deepEqual(sent.splice(0), [[UPSERT]]);
+
+    // And the bench asks the bare server for them so.
+    assert.equal(FLOOR_OF.nonce, "write without flush wait");
+    assert.equal(FLOOR_OF.put, "write");
+    const nonceFloor = new URL(FLOORS[FLOOR_OF.nonce].request("http://floor", user, 0).url);
+    assert.equal(nonceFloor.searchParams.get("synchronous_commit"), "off");
+    assert.equal(
+      new URL(FLOORS.write.request("http://floor", user, 0).url).search.includes("synchronous"),
+      false,
+    );
+    assert.equal(
+      new URL(FLOORS[FLOOR_OF.reveal].request("http://floor", user, 0).url).search,
+      `?user=${user}`,
+    );
+  } finally {
+    await close();
+  }
 });
 
 Deno.test("a deployed route has no floor reached another way, and no row against one", () => {

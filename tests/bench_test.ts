@@ -3,8 +3,9 @@
  * in the bench's own environment must not turn the PGlite server into a Postgres one), a server on
  * the wrong engine is caught before it is measured, and the published tables (bench/README.md, the
  * only place they appear) are generated from a results file, with medians, spreads and missed
- * targets as the file says. bench:schedule, bench:profile and bench:cpu-profile are run small, on
- * the real Postgres, to keep them working; their counts are checked before anything runs.
+ * targets as the file says; a route whose floor failed, or a growth step with errors, says so.
+ * bench:schedule, bench:profile and bench:cpu-profile are run small, on the real Postgres, to keep
+ * them working; their counts are checked before anything runs.
  */
 import assert from "node:assert/strict";
 import { render } from "../bench/render.ts";
@@ -19,8 +20,14 @@ import {
   startServer,
 } from "../bench/processes.ts";
 import { parsePositiveInteger, parsePositiveIntegers } from "../bench/knobs.ts";
+import { ENGINES, poolerProblem } from "../bench/engines.ts";
+import { pushEngineRows } from "../bench/floors.ts";
+import { growthRows } from "../bench/growth.ts";
+import { peerPortsByPid } from "../bench/processes.ts";
+import { proofsFor, routes } from "../bench/routes.ts";
+import { type RunResult, summarize } from "../bench/summary.ts";
 import { createDatabase } from "../bench/support.ts";
-import { benchResults, listRow, spread } from "./support/bench-results.ts";
+import { benchResults, listRow, measured, spread } from "./support/bench-results.ts";
 
 Deno.test("a bench child's environment holds Deno's basics and what it is given, nothing else of the parent's", () => {
   const saved = Deno.env.get("DATABASE_URL");
@@ -102,6 +109,130 @@ Deno.test("a target is met by the median ratio, and a miss or a row with errors 
   assert.match(missed, /postgres, GET \/api\/secrets at concurrency 1: 1\.62× > 1\.5×/);
   const failing = render(results(s(1.2), 3));
   assert.match(failing, /\*\*no\*\* \(errors\)/);
+});
+
+Deno.test("a route whose floor had errors misses its target, however fast it was, and its row says so", () => {
+  const result: RunResult = { run: 1, rows: [], coldStart: [], growth: [] };
+  pushEngineRows(
+    ENGINES.find((engine) => engine.name === "deployed")!,
+    ["list", "put"],
+    { list: [measured(2), measured(4)], put: [measured(3), measured(6)] },
+    {
+      // Every floor request beside GET failed, fast: the route looks 0.2× its "floor".
+      floorFor: { list: [measured(10, 100), measured(20, 3)], put: [measured(2), measured(4)] },
+      alsoFloorFor: {},
+      besideFloorFor: null,
+    },
+    [0, 0],
+    result,
+  );
+  const list = result.rows.find((row) => row.id === "deployed/list")!;
+  assert.deepEqual([list.errors, list.floorErrors, list.ratioAt1], [0, 103, 0.2]);
+  assert.equal(result.rows.find((row) => row.id === "deployed/put")!.floorErrors, 0);
+
+  const results = benchResults(summarize([result]).rows);
+  results.meta.engines = [{ name: "deployed", storage: "postgres", targeted: true }];
+  const text = render(results);
+  assert.match(
+    text,
+    /\| deployed \| GET \/api\/secrets \| 1\.5× \| 0\.20× \| \*\*no\*\* \(floor errors\) \| 3× \| 0\.20× \| \*\*no\*\* \(floor errors\) \|/,
+  );
+  assert.match(text, /\| deployed \| PUT \/api\/secrets \| 1\.5× \| 1\.50× \| yes \|/);
+  // The engine's table names the floor's errors beside the route's own.
+  assert.match(
+    text,
+    /\| GET \/api\/secrets \(token, 7 stored\) \|[^\n]*\| 0, \*\*floor: 103\*\* \|/,
+  );
+});
+
+Deno.test("growth keeps each step's errors and flags them, and a pool of proofs that ran out", () => {
+  const load = (p50Ms: number, errors: number) => ({ ...measured(p50Ms, errors).result });
+  const step = (creators: number, errors: number, proofsRanOut: boolean): RunResult["growth"] =>
+    growthRows("postgres", creators, {
+      results: { list: load(1, errors), "wallet-proof": load(4, 0) },
+      cpu: {},
+      proofsRanOut,
+    });
+  const clean = step(1, 0, false);
+  assert.deepEqual(clean.map((g) => [g.measure, g.errors, g.proofsRanOut]), [
+    ["list", 0, undefined],
+    ["wallet-proof", 0, undefined],
+  ]);
+  const runs: RunResult[] = [1, 2].map((run) => ({
+    run,
+    rows: [],
+    coldStart: [],
+    growth: [...step(1, 0, false), ...step(1000, run, run === 2)],
+  }));
+  const summary = summarize(runs);
+  const at1000 = summary.growth.filter((g) => g.creators === 1000);
+  assert.deepEqual(at1000.map((g) => [g.measure, g.errors, g.proofsRanOut]), [
+    ["list", 3, 0],
+    ["wallet-proof", 0, 1],
+  ]);
+  const results = benchResults([]);
+  results.summary.growth = summary.growth;
+  const text = render(results);
+  assert.match(text, /\| postgres \| 1 \| 1\.00 \/ 2\.00 \| 4\.00 \/ 8\.00 \|/);
+  assert.match(
+    text,
+    /\| postgres \| 1,000 \| 1\.00 \/ 2\.00 \(\*\*3 errors\*\*\) \| 4\.00 \/ 8\.00 \(proofs ran out in 1 run\) \|/,
+  );
+});
+
+Deno.test({
+  name:
+    "wallet-proof's pool is sized for its measuring time, and one that runs out before the time is up is reported",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    // Twice and more the fastest rates measured here (~560/s at 8, ~330/s at 1), for the time given.
+    assert.ok(proofsFor(8, 3000) >= 2 * 560 * 3);
+    assert.ok(proofsFor(1, 1500) >= 2 * 330 * 1.5);
+    assert.ok(proofsFor(1, 2000) > 160);
+    // A stand-in that signs in every proof in ~5 ms.
+    await using server = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async () => {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      return Response.json({ access_token: "t" });
+    });
+    const process = {
+      url: `http://127.0.0.1:${server.addr.port}`,
+      env: {},
+      pid: Deno.pid,
+      stop: () => Promise.resolve(),
+    };
+    const proofs = (n: number) =>
+      Array.from({ length: n }, () => ({ message: "m", signature: "s" }));
+    const signIns = (n: number) =>
+      routes(ENGINES[0], process, [], 1, 300, proofs(n), ["wallet-proof"]);
+    const ranOut = await signIns(5);
+    assert.equal(ranOut.proofsRanOut, true);
+    assert.equal(ranOut.results["wallet-proof"].requests, 5);
+    const lasted = await signIns(proofsFor(1, 300));
+    assert.equal(lasted.proofsRanOut, false);
+    assert.ok(lasted.results["wallet-proof"].requests < proofsFor(1, 300));
+  },
+});
+
+Deno.test("the deployed function must reach the database through the pooler, and none of its sockets straight", () => {
+  const ss = [
+    '0      0      127.0.0.1:40952 127.0.0.1:6432  users:(("deno",pid=101,fd=31))',
+    '0      0      127.0.0.1:40984 127.0.0.1:5432  users:(("deno",pid=202,fd=3))',
+    '0      0      [::1]:40990     [::1]:5432      users:(("deno",pid=101,fd=9),("deno",pid=303,fd=9))',
+    '0      0      127.0.0.1:5432  127.0.0.1:40984 users:(("postgres",pid=404,fd=7))',
+  ].join("\n");
+  const ports = peerPortsByPid(ss, [101, 303]);
+  assert.deepEqual([...ports], [[101, [6432, 5432]], [303, [5432]]]);
+  assert.equal(poolerProblem(new Map([[1, [6432]]]), 6432, 5432), null);
+  assert.match(
+    poolerProblem(new Map([[1, [6432, 5432]]]), 6432, 5432)!,
+    /connects straight to the database \(port 5432\), not through the pooler \(port 6432\)/,
+  );
+  assert.match(poolerProblem(new Map([[1, []]]), 6432, 5432)!, /holds no connection to the pooler/);
+  // A "pooler" URL that is the database's own, or none at all, is caught before any socket.
+  for (const pooler of [5432, NaN]) {
+    assert.match(poolerProblem(new Map([[1, [5432]]]), pooler, 5432)!, /is given no pooler/);
+  }
 });
 
 Deno.test("bench/README.md is the run's tables under its own title, with the profile only when there is one", () => {

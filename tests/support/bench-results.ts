@@ -2,6 +2,8 @@
  * A results file (bench/results/latest.json's shape) for the report's tests: one Postgres engine,
  * a test machine, and the GET /api/secrets rows each test asks for.
  */
+import type { LoadResult } from "../../bench/http-load.ts";
+import type { Measured } from "../../bench/floors.ts";
 import type { BenchResults, Spread } from "../../bench/results-types.ts";
 
 type SummaryRow = BenchResults["summary"]["rows"][number];
@@ -61,4 +63,20 @@ export function benchResults(rows: SummaryRow[], notes: string[] = []): BenchRes
     summary: { rows, coldStart: [], growth: [] },
     notes,
   };
+}
+
+/** A measurement of 100 requests at `p50Ms`, `errors` of them failed (503s). */
+export function measured(p50Ms: number, errors = 0): Measured {
+  const result: LoadResult = {
+    requests: 100,
+    errors,
+    statuses: errors ? { "200": 100 - errors, "503": errors } : { "200": 100 },
+    p50Ms,
+    p99Ms: p50Ms * 2,
+    meanMs: p50Ms,
+    rps: 1000 / p50Ms,
+    seconds: p50Ms / 10,
+    latencies: [],
+  };
+  return { result, cpuUsPerRequest: 100 };
 }
