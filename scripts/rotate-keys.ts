@@ -7,8 +7,8 @@
  *
  * Options: --batch-size=N (default 100), --json (print the report as JSON).
  * Exit status: 0 when every row is under the active key, 1 when some rows could not be rotated or
- * were written under an older key while it ran (some process still has the old keyring), 2 when
- * interrupted.
+ * were written under an older key while it ran (some process still has the old keyring), or when
+ * rows under the active key id do not open with it (nothing is rotated then), 2 when interrupted.
  */
 import { parseArgs } from "node:util";
 import { parseStorageConfig } from "../functions/_shared/config/config.ts";
@@ -48,7 +48,7 @@ if (config.database.engine === "pglite") {
 }
 
 const keyring = await importKeyring(config.encryptionKeys);
-const db = await openDatabase(config.database);
+const db = await stepOrExit(() => openDatabase(config.database));
 const stop = new AbortController();
 const onInterrupt = () => {
   console.error("stopping after the batch in progress…");
@@ -69,6 +69,13 @@ try {
     console.log(JSON.stringify(report, null, 2));
   } else {
     console.log(`active key: ${report.activeKeyId}`);
+    if (report.activeKeyMismatch !== null) {
+      console.log(
+        `rows stored under ${report.activeKeyId} do not open with the configured ` +
+          `${report.activeKeyId} (${report.activeKeyMismatch}): that id now names other bytes. ` +
+          "Nothing was rotated. Give the new key a new id, first, and keep the old one after it.",
+      );
+    }
     console.log(
       `rotated ${report.rotated} of ${report.examined} rows under older keys ` +
         `in ${report.batches} batch(es)` +
@@ -91,7 +98,9 @@ try {
     }
     if (report.interrupted) console.log("interrupted: run the command again to continue");
   }
-  exitCode = report.interrupted ? 2 : report.problems.length + report.remaining > 0 ? 1 : 0;
+  const failed = report.activeKeyMismatch !== null ||
+    report.problems.length + report.remaining > 0;
+  exitCode = report.interrupted ? 2 : failed ? 1 : 0;
 } finally {
   Deno.removeSignalListener("SIGINT", onInterrupt);
   await db.close();

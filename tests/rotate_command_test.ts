@@ -143,3 +143,61 @@ for (const engine of testEngines()) {
     },
   });
 }
+
+for (const engine of testEngines()) {
+  Deno.test({
+    name:
+      `vault:rotate refuses an active key id that now names other bytes, rotating nothing [${engine}]`,
+    sanitizeOps: false,
+    sanitizeResources: false,
+    async fn() {
+      const database = await commandDatabase(engine);
+      try {
+        // One row under k1, and one under k0 that a rotation would otherwise re-encrypt.
+        const k0 = newKey("k0");
+        const k1 = newKey("k1");
+        const [{ id }] = await database.db.query<{ id: string }>(
+          "insert into public.wallet_users (wallet_address) values ($1) returning id",
+          [`0x${"7".repeat(40)}`],
+        );
+        const stored = [[k1, TYPES[0]], [k0, TYPES[1]]] as const;
+        for (const [key, secretType] of stored) {
+          const sealed = await (await importKeyring([key])).encrypt(`sk-${crypto.randomUUID()}`, {
+            userId: id,
+            secretType,
+          });
+          await database.db.query(
+            `insert into public.user_secrets (user_id, secret_type, ciphertext, iv, key_id)
+             values ($1, $2, $3, $4, $5)`,
+            [id, secretType, sealed.ciphertext, sealed.iv, sealed.keyId],
+          );
+        }
+        const before = await database.db.query<{ ciphertext: Uint8Array }>(
+          "select ciphertext from public.user_secrets order by secret_type",
+        );
+        await database.release();
+
+        // "Rotating" by changing k1's bytes in place, keeping k0 behind it.
+        const { code, stdout } = await new Deno.Command(Deno.execPath(), {
+          args: ["run", "-A", SCRIPT],
+          env: { ENCRYPTION_KEYS: keyringVar([newKey("k1"), k0]), ...database.env },
+          clearEnv: true,
+          stdout: "piped",
+          stderr: "piped",
+        }).output();
+        const printed = new TextDecoder().decode(stdout);
+        assert.equal(code, 1, printed);
+        assert.match(printed, /rows stored under k1 do not open with the configured k1/);
+        assert.match(printed, /Nothing was rotated/);
+
+        const db = await database.reopen();
+        const after = await db.query<{ ciphertext: Uint8Array }>(
+          "select ciphertext from public.user_secrets order by secret_type",
+        );
+        assert.deepEqual(after, before, "a row was rewritten");
+      } finally {
+        await database.close();
+      }
+    },
+  });
+}

@@ -51,6 +51,12 @@ export interface RotationReport {
   readonly interrupted: boolean;
   /** Rows per key id once the run ended (the whole table). */
   readonly rowsByKeyId: Readonly<Record<string, number>>;
+  /**
+   * Set when a row already stored under the active key id does not open with the configured key
+   * (the id was given other bytes, e.g. ENCRYPTION_KEY changed in place): nothing was rotated,
+   * since rows re-encrypted now would carry that id with bytes the older rows do not.
+   */
+  readonly activeKeyMismatch: KeyFailure | null;
 }
 
 export interface RotationOptions {
@@ -82,6 +88,23 @@ export async function rotateKeys(
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
   if (!Number.isSafeInteger(batchSize) || batchSize < 1) {
     throw new Error("The batch size must be a positive integer.");
+  }
+
+  const activeKeyMismatch = await activeKeyFailure(db, keyring, activeKeyId);
+  if (activeKeyMismatch !== null) {
+    return {
+      activeKeyId,
+      examined: 0,
+      rotated: 0,
+      skipped: 0,
+      batches: 0,
+      passes: 0,
+      problems: [],
+      remaining: 0,
+      interrupted: false,
+      rowsByKeyId: await rowsByKeyId(db),
+      activeKeyMismatch,
+    };
   }
 
   let rotated = 0, batches = 0, passes = 0;
@@ -170,11 +193,6 @@ export async function rotateKeys(
     if (remaining === 0) break;
   }
 
-  const counts = await asService(db, (tx) =>
-    tx.query<{ key_id: string; rows: number }>(
-      "select key_id, count(*)::int as rows from public.user_secrets group by key_id order by key_id",
-    ));
-  const rowsByKeyId = Object.fromEntries(counts.map((c) => [c.key_id, c.rows]));
   return {
     activeKeyId,
     examined: rotated + problems.length,
@@ -185,8 +203,43 @@ export async function rotateKeys(
     problems,
     remaining,
     interrupted,
-    rowsByKeyId,
+    rowsByKeyId: await rowsByKeyId(db),
+    activeKeyMismatch: null,
   };
+}
+
+/** Whether a row already under the active key id opens with the configured key (one is enough). */
+async function activeKeyFailure(
+  db: Database,
+  keyring: Keyring,
+  activeKeyId: string,
+): Promise<KeyFailure | null> {
+  const [row] = await asService(db, (tx) =>
+    tx.query<Row>(
+      `select user_id, secret_type, ciphertext, iv, key_id from public.user_secrets
+        where key_id = $1 order by user_id, secret_type limit 1`,
+      [activeKeyId],
+    ));
+  if (row === undefined) return null;
+  try {
+    await keyring.decrypt(
+      { ciphertext: row.ciphertext, iv: row.iv, keyId: row.key_id },
+      { userId: row.user_id, secretType: row.secret_type },
+    );
+    return null;
+  } catch (error) {
+    const reason = keyFailure(error);
+    if (reason === null) throw error;
+    return reason;
+  }
+}
+
+async function rowsByKeyId(db: Database): Promise<Record<string, number>> {
+  const counts = await asService(db, (tx) =>
+    tx.query<{ key_id: string; rows: number }>(
+      "select key_id, count(*)::int as rows from public.user_secrets group by key_id order by key_id",
+    ));
+  return Object.fromEntries(counts.map((c) => [c.key_id, c.rows]));
 }
 
 /**
