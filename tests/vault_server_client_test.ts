@@ -125,6 +125,25 @@ describeWithDatabase("the vault server client", {
     }
   },
 
+  async "a fetch option that adds its own header keeps every header the client set"(app) {
+    await using server = serveOnFreePort(app.app.handler);
+    const creator = await signIn(app);
+    const values = await store(app, creator.accessToken, ["provider_b_key"]);
+    const traced: string[] = [];
+    // The usual wrapper: the client's headers spread into a new object, one added.
+    const tracing: typeof fetch = (input, init) => {
+      traced.push(String(input));
+      return fetch(input, {
+        ...init,
+        headers: { ...init?.headers as Record<string, string>, "x-trace-id": "trace-1" },
+      });
+    };
+    const client = clientFor(server.origin, app, { fetch: tracing });
+    assert.deepEqual(await client.storedTypes(creator.accessToken), ["provider_b_key"]);
+    assert.deepEqual(valuesOf(await client.reveal(creator.accessToken)), values);
+    assert.equal(traced.length, 2);
+  },
+
   async "credentialsForStep reveals exactly the chosen provider's types"(app) {
     await using server = serveOnFreePort(app.app.handler);
     const creator = await signIn(app);
