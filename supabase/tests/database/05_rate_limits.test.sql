@@ -3,7 +3,7 @@
 -- their expiry, with their refresh tokens.
 begin;
 create extension if not exists pgtap with schema extensions;
-select plan(5);
+select plan(8);
 
 insert into public.rate_limit_windows (bucket, window_start, hits)
   values ('test:stale', now() - interval '2 hours', 5);
@@ -57,6 +57,31 @@ select is(
                          'e0000000-0000-4000-8000-00000000a11e')),
   2,
   'the other sessions keep their refresh tokens'
+);
+
+-- A sweep deletes at most 1000 refresh tokens: a dead session refreshed 1,500 times keeps 500 and
+-- stays until the next sweep takes them, then goes.
+insert into public.auth_sessions (id, user_id, created_at, expires_at) values
+  ('e0000000-0000-4000-8000-000000000b16', 'e0000000-0000-4000-8000-0000000000e1',
+   now() - interval '40 days', now() - interval '2 days');
+insert into public.auth_refresh_tokens (token_hash, session_id)
+  select sha256(convert_to('big-' || n, 'UTF8')), 'e0000000-0000-4000-8000-000000000b16'
+    from generate_series(1, 1500) n;
+select public.sweep_expired_rows();
+select is(
+  (select count(*)::integer from public.auth_refresh_tokens
+    where session_id = 'e0000000-0000-4000-8000-000000000b16'),
+  500,
+  'one sweep deletes at most 1000 refresh tokens'
+);
+select isnt_empty(
+  $$ select 1 from public.auth_sessions where id = 'e0000000-0000-4000-8000-000000000b16' $$,
+  'a dead session stays while it still has refresh tokens'
+);
+select public.sweep_expired_rows();
+select is_empty(
+  $$ select 1 from public.auth_sessions where id = 'e0000000-0000-4000-8000-000000000b16' $$,
+  'the next sweep takes the rest of its tokens, then the session'
 );
 
 select * from finish();
