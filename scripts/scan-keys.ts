@@ -2,9 +2,10 @@
  * `deno task scan [--history] [paths…]`: looks for provider credentials in files: recipe files,
  * prompt files, committed environment files, anything. Without paths it scans the project as git
  * sees it: tracked files plus untracked ones that are not ignored, and staged content that differs
- * from the working copy; `--history` adds every file version in the history of HEAD. Prints
- * file:line:column with each value masked, and the advice to rotate. Exit status: 0 clean,
- * 1 credentials found, 2 usage or I/O error.
+ * from the working copy; `--history` adds every file version in the history of HEAD (on a shallow
+ * clone, only the part it holds: a warning and the summary say so, and the exit status does not
+ * change). Prints file:line:column with each value masked, and the advice to rotate. Exit status:
+ * 0 clean, 1 credentials found, 2 usage or I/O error.
  */
 import {
   formatFinding,
@@ -22,10 +23,16 @@ AIza…, hf_…, r8_…, …) and literals assigned to credential names (the vau
 *_API_KEY, *_SECRET_KEY, …). Text may be UTF-8 or UTF-16, of any size.
 
   --history   also scan every file version in the history of HEAD (not with paths);
-              each finding names a commit that holds it.
+              each finding names a commit that holds it. A shallow clone holds only part
+              of that history: only that part is read, and a warning says so.
 
 Exit status 0: none found; 1: found (rotate them); 2: usage or read error.
 A line containing "scan-keys:allow" is skipped (only for values that are not credentials).`;
+
+// Not a failure: CI often checks out a shallow clone, and what it holds was read. But a clean
+// result must not pass for the whole history.
+const SHALLOW_WARNING = "warning: this is a shallow clone: --history read only the commits it " +
+  "holds, not the history before them (`git fetch --unshallow` fetches the rest).";
 
 async function main(args: string[]): Promise<number> {
   if (args.includes("-h") || args.includes("--help")) {
@@ -64,13 +71,17 @@ async function main(args: string[]): Promise<number> {
   for (const { file, reason } of report.skipped) {
     if (reason !== "binary") console.error(`skipped ${display(file)}: ${reason}`);
   }
+  if (report.historyShallow) console.error(SHALLOW_WARNING);
   if (report.findings.length > 0) {
     console.log(`\n${rotationAdvice(report.findings)}`);
     return 1;
   }
   const read = [`${report.filesScanned} files`];
   if (report.stagedScanned > 0) read.push(`${report.stagedScanned} staged (index) versions`);
-  if (history) read.push(`${report.historyScanned} versions from history`);
+  if (history) {
+    const shallow = report.historyShallow ? " (shallow clone: only the commits it holds)" : "";
+    read.push(`${report.historyScanned} versions from history${shallow}`);
+  }
   console.log(`Scanned ${read.join(", ")}: no provider credentials found.`);
   return 0;
 }

@@ -10,6 +10,7 @@ import {
   maskSecret,
   projectFiles,
   scanPaths,
+  scanProject,
   scanText,
 } from "../scripts/lib/key-scanner.ts";
 
@@ -590,4 +591,121 @@ Deno.test("a real key that contains 'here', 'your' or a run like 'abcdef' is sti
   ) {
     assert.deepEqual(scanText(`OPENAI_API_KEY=${value}`, "a.env"), [], value);
   }
+});
+
+Deno.test("files git does not compare with the working copy (assume-unchanged, skip-worktree) are read from the index, with or without --history", async () => {
+  const [hidden, sparse] = [fakeKeys().openai, fakeKeys().huggingface];
+  await using repo = await gitRepo({
+    "a.env": `OPENAI_API_KEY=${hidden}\n`,
+    "b.env": `HF_TOKEN=${sparse}\n`,
+  });
+  await repo.git("add", ".");
+  await repo.git("commit", "-qm", "leak");
+  // a.env was cleaned in the working copy, but git is told not to look; b.env is left out, as a
+  // sparse checkout leaves a file out. `ls-files -m` lists neither.
+  await repo.git("update-index", "--assume-unchanged", "a.env");
+  await Deno.writeTextFile(`${repo.dir}/a.env`, "OPENAI_API_KEY=${OPENAI_API_KEY}\n");
+  await repo.git("update-index", "--skip-worktree", "b.env");
+  await Deno.remove(`${repo.dir}/b.env`);
+  for (const history of [false, true]) {
+    const report = await scanProject(repo.dir, { history });
+    assert.deepEqual(
+      report.findings.map((f) => [f.file, f.line, f.column, f.kind, f.source]),
+      [
+        ["a.env", 1, 16, KIND_OF.openai, "staged"],
+        ["b.env", 1, 10, KIND_OF.huggingface, "staged"],
+      ],
+      `history: ${history}`,
+    );
+    assert.deepEqual(report.skipped, [], "b.env is read from the index, not skipped");
+  }
+});
+
+Deno.test("a key right after an escape or a percent-encoding is found, at its column", () => {
+  const keys = fakeKeys();
+  // JSON strings (notebooks, HAR files) and URLs: the encoding's last character is a letter or
+  // digit glued to the key.
+  const cases: Array<[string, keyof typeof keys]> = [
+    [`{"text": "line1\\n${keys.openai}"}`, "openai"],
+    [`{"text": "key:\\t${keys.anthropic}"}`, "anthropic"],
+    [`{"text": "\\u0022${keys.github}\\u0022"}`, "github"],
+    [`https://example.test/?key%3D${keys.google}&v=1`, "google"],
+    [`Authorization=Bearer%20${keys.openaiLegacy}`, "openaiLegacy"],
+    [`q=%22${keys.aws}%22`, "aws"],
+    [`q=%E2%80%9C${keys.replicate}%E2%80%9D`, "replicate"],
+  ];
+  for (const [line, name] of cases) {
+    const findings = scanText(`first line\n${line}\n`, "capture.har");
+    const shown = line.replace(keys[name], "<key>");
+    assert.deepEqual(
+      findings.map((f) => [f.line, f.column, f.kind]),
+      [[2, line.indexOf(keys[name]) + 1, KIND_OF[name]]],
+      shown,
+    );
+  }
+  // Not an encoding: `%DE…` starts a Windows variable reference here, not a value.
+  assert.deepEqual(scanText("set OPENAI_API_KEY=%DEV_KEY_2%", "setup.bat"), []);
+});
+
+Deno.test("literals assigned by subscript, to an attribute, in escaped notebook source or by Dockerfile ENV are found", () => {
+  const value = random(32);
+  const found: Array<[string, string, string]> = [
+    ["app.py", `os.environ["MISTRAL_API_KEY"] = "${value}"`, "MISTRAL_API_KEY"],
+    ["app.py", `os.environ[ 'COHERE_API_KEY' ] = '${value}'`, "COHERE_API_KEY"],
+    ["app.js", `process.env.MISTRAL_API_KEY = "${value}";`, "MISTRAL_API_KEY"],
+    ["app.py", `client.api_key = "${value}"`, "api_key"],
+    ["app.ts", `config["apiKey"] = "${value}";`, "apiKey"],
+    [
+      "demo.ipynb",
+      `    "os.environ[\\"MISTRAL_API_KEY\\"] = \\"${value}\\"\\n",`,
+      "MISTRAL_API_KEY",
+    ],
+    ["Dockerfile", `ENV MISTRAL_API_KEY ${value}`, "MISTRAL_API_KEY"],
+    // An escape inside the quotes is not part of the value.
+    ["data.json", `{"api_key": "${value}\\n"}`, "api_key"],
+  ];
+  for (const [file, line, name] of found) {
+    const shown = line.replace(value, "<value>");
+    assert.deepEqual(
+      scanText(line, file).map((f) => [f.column, f.kind]),
+      [[line.indexOf(value) + 1, `value assigned to ${name}`]],
+      shown,
+    );
+  }
+  // Code that assigns a variable, a call or a reference: not a literal.
+  const quiet: Array<[string, string]> = [
+    ["app.ts", "this.apiKey = apiKey;"],
+    ["app.ts", "config.apiKey = options.apiKey;"],
+    ["app.js", "process.env.MISTRAL_API_KEY = readKey2();"],
+    ["app.py", `client.api_key = os.environ["MISTRAL_API_KEY"]`],
+    ["Dockerfile", "ENV MISTRAL_API_KEY ${MISTRAL_API_KEY}"],
+  ];
+  for (const [file, line] of quiet) assert.deepEqual(scanText(line, file), [], line);
+});
+
+Deno.test("--history on a shallow clone reads what the clone holds, warns, and says so in the summary", async () => {
+  const key = fakeKeys().openai;
+  await using origin = await gitRepo({ ".env": `OPENAI_API_KEY=${key}\n` });
+  await origin.git("add", ".env");
+  await origin.git("commit", "-qm", "leak");
+  await origin.git("rm", "-q", ".env");
+  await Deno.writeTextFile(`${origin.dir}/README.md`, "# app\n");
+  await origin.git("add", "README.md");
+  await origin.git("commit", "-qm", "remove the key");
+  await using clones = await fixture({});
+  await origin.git("clone", "-q", "--depth", "1", `file://${origin.dir}`, `${clones.dir}/shallow`);
+  await origin.git("clone", "-q", `file://${origin.dir}`, `${clones.dir}/full`);
+
+  // CI may check out a shallow clone: not a failure, but not a clean bill for the whole history.
+  const shallow = await runScanIn(`${clones.dir}/shallow`, ["--history"]);
+  assert.equal(shallow.code, 0, shallow.stdout + shallow.stderr);
+  assert.match(shallow.stderr, /warning: this is a shallow clone: --history read only the commits/);
+  assert.match(
+    shallow.stdout,
+    /versions from history \(shallow clone: only the commits it holds\): no provider credentials/,
+  );
+  // The full history holds the key.
+  const full = await runScanIn(`${clones.dir}/full`, ["--history"]);
+  assert.equal(full.code, 1, full.stderr);
+  assert.ok(!`${full.stdout}${full.stderr}`.includes("shallow"));
 });

@@ -1,7 +1,8 @@
 /**
  * What the key scanner reads from git besides the working copy: staged content that differs from
- * it, every file version in the history of HEAD, and the bytes of those blobs, streamed from one
- * `git cat-file --batch`. Read-only: nothing here writes the index or takes its lock.
+ * it (or that git does not compare with it), every file version in the history of HEAD, and the
+ * bytes of those blobs, streamed from one `git cat-file --batch`. Read-only: nothing here writes
+ * the index or takes its lock.
  */
 
 export interface BlobRef {
@@ -55,13 +56,36 @@ export async function indexEntries(root: string): Promise<BlobRef[]> {
 }
 
 /**
- * Staged content the working copy does not show: index blobs of files modified or deleted in the
- * working copy since they were staged. (Unmodified files are scanned as the working copy.)
+ * Staged content the working copy may not show: the index blobs (of `index`, from indexEntries)
+ * of files modified or deleted in the working copy since they were staged, and of files git does
+ * not compare with the working copy at all (uncomparedPaths). Git vouches that every other entry
+ * is what the working copy holds.
  */
-export async function stagedChanges(root: string): Promise<BlobRef[]> {
+export async function stagedChanges(root: string, index: readonly BlobRef[]): Promise<BlobRef[]> {
   const changed = new Set(nulSeparated(await git(root, ["ls-files", "-m", "-z"])));
-  if (changed.size === 0) return [];
-  return (await indexEntries(root)).filter((entry) => changed.has(entry.path));
+  for (const path of await uncomparedPaths(root)) changed.add(path);
+  return index.filter((entry) => changed.has(entry.path));
+}
+
+/**
+ * Paths whose index entry is flagged assume-unchanged (`git update-index --assume-unchanged`) or
+ * skip-worktree (a sparse checkout sets it): `ls-files -m` never lists them, whatever the working
+ * copy holds, or if it holds nothing. `ls-files -v` tags them with a lowercase letter, or `S`.
+ */
+async function uncomparedPaths(root: string): Promise<string[]> {
+  // "<tag> <path>"
+  return nulSeparated(await git(root, ["ls-files", "-v", "-z"]))
+    .filter((line) => /^[a-zS] /.test(line))
+    .map((line) => line.slice(2));
+}
+
+/**
+ * A shallow clone holds only part of the history: historyBlobs then reaches only the commits it
+ * holds, and a key committed before them is not read.
+ */
+export async function isShallow(root: string): Promise<boolean> {
+  const answer = await git(root, ["rev-parse", "--is-shallow-repository"]);
+  return decoder.decode(answer).trim() === "true";
 }
 
 /**

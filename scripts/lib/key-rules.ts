@@ -26,7 +26,8 @@ interface ShapeRule {
 }
 
 // Each pattern: not glued to a preceding letter or digit, and (for open-ended lengths) greedy to
-// the end of the token. Prefixes are the providers' documented ones.
+// the end of the token. Prefixes are the providers' documented ones. Text is matched with its
+// escapes and percent-encodings blanked (blankEncodings), so the `n` of `\n` is not "a letter".
 export const SHAPES: readonly ShapeRule[] = [
   shape("Anthropic-style key (sk-ant-…)", /sk-ant-[A-Za-z0-9_-]{20,}/),
   shape("OpenAI-style key (sk-…)", /sk-(?!ant-)[A-Za-z0-9_-]{20,}/),
@@ -63,11 +64,42 @@ export function isCredentialName(name: string): boolean {
 }
 
 /**
- * A name (optionally quoted, optionally after `export`), then `=` or `:` (not `==`, `=>`, `::`),
- * then the value: a quoted string or a bare token.
+ * Characters written as an escape (`\n`, `\"`, `\u0022` in JSON strings, notebooks, HAR files) or
+ * percent-encoded (`%3D`, `%20` in URLs): their last character is a letter or digit that is not
+ * part of what follows, yet glued to it. Percent-encodings count when ASCII or a whole UTF-8
+ * character (`%E2%80%9C`), never a lone `%DE…`, which is how `%DEV_KEY%` (a Windows variable
+ * reference, not a value) starts.
  */
-export const ASSIGNMENT =
-  /(?<![A-Za-z0-9_$.])(["']?)([A-Za-z_][A-Za-z0-9_-]*)\1[ \t]*(?::(?![:=])|=(?![=>~]))[ \t]*(?:"([^"\n]*)"|'([^'\n]*)'|`([^`\n]*)`|([^\s,;#'"`)}\]]+))/g;
+const ENCODED_CHARACTER =
+  /\\(?:[nrtbf"\\/]|u[0-9a-fA-F]{4})|%[0-7][0-9A-Fa-f]|%[C-Fc-f][0-9A-Fa-f](?:%[89ABab][0-9A-Fa-f]){1,3}/g;
+
+/**
+ * The text with each escape and percent-encoding overwritten by spaces of the same length: what
+ * they encode no longer glues to a key, and columns stay those of the text.
+ */
+export function blankEncodings(text: string): string {
+  return text.replace(ENCODED_CHARACTER, (encoded) => " ".repeat(encoded.length));
+}
+
+/** The value after a name: a quoted string, or a bare token. Groups 3 to 6. */
+const VALUE = /(?:"([^"\n]*)"|'([^'\n]*)'|`([^`\n]*)`|([^\s,;#'"`)}\]]+))/.source;
+
+/**
+ * Where a value is given to a name; group 1 is the name's quote, 2 the name, 3 to 6 the value.
+ *
+ * - A name (optionally quoted, optionally after `export`, `.` or `[` as in `client.api_key`,
+ *   `process.env.X`, `os.environ["X"]`, optionally then `]`), then `=` or `:` (not `==`, `=>`,
+ *   `::`), then the value. An escaped `[\"X\"]` is matched blanked, as `[  X  ]`.
+ * - Dockerfile's older `ENV NAME value`, without `=`.
+ */
+export const ASSIGNMENTS: readonly RegExp[] = [
+  new RegExp(
+    String.raw`(?<![A-Za-z0-9_$])(["']?)([A-Za-z_][A-Za-z0-9_-]*)\1(?:[ \t]*\])?[ \t]*` +
+      String.raw`(?::(?![:=])|=(?![=>~]))[ \t]*${VALUE}`,
+    "g",
+  ),
+  new RegExp(String.raw`^[ \t]*ENV[ \t]+()([A-Za-z_][A-Za-z0-9_]*)[ \t]+${VALUE}`, "g"),
+];
 
 /**
  * Files in which a bare (unquoted) value after `name =` or `name:` is code, not a literal:

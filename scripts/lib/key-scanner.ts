@@ -13,12 +13,20 @@
  *
  * Text is read in pieces (any size), as UTF-8 or UTF-16 (by its byte-order mark, or by NULs in
  * alternating bytes); a file is skipped as binary only when its first 8 KB are not text. Besides
- * files, it reads git's staged blobs and, on request, every blob in the history of HEAD.
+ * files, it reads git's staged blobs and, on request, every blob in the history of HEAD (on a
+ * shallow clone, only the commits it holds: the report says so).
  *
  * The rules are in key-rules.ts, reading text and bytes in key-text.ts; this module walks files,
  * git's index and history, and reports.
  */
-import { type BlobRef, historyBlobs, indexEntries, readBlobs, stagedChanges } from "./git-blobs.ts";
+import {
+  type BlobRef,
+  historyBlobs,
+  indexEntries,
+  isShallow,
+  readBlobs,
+  stagedChanges,
+} from "./git-blobs.ts";
 import type { Finding } from "./key-rules.ts";
 import { scanBytes } from "./key-text.ts";
 
@@ -30,10 +38,12 @@ export interface ScanReport {
   readonly findings: Finding[];
   /** Files of the working copy (or given paths) read as text. */
   readonly filesScanned: number;
-  /** Staged blobs read (content the working copy does not show). */
+  /** Staged blobs read (content the working copy does not show, or git does not compare). */
   readonly stagedScanned: number;
   /** Blobs from the history of HEAD read (--history). */
   readonly historyScanned: number;
+  /** --history on a shallow clone: only the commits the clone holds were read. */
+  readonly historyShallow: boolean;
   /** Files not read, with why (binary, a link out of the tree, deleted, …). */
   readonly skipped: ReadonlyArray<{ readonly file: string; readonly reason: string }>;
 }
@@ -63,11 +73,18 @@ class PathScan {
   readonly findings: Finding[] = [];
   readonly skipped: Array<{ file: string; reason: string }> = [];
   readonly #seen = new Set<string>();
+  /** Files opened and read to the end (as text, or sniffed as binary). */
+  readonly #read = new Set<string>();
   filesScanned = 0;
 
   /** Counts `real` as read already: a link to it is not followed. */
   markSeen(real: string): void {
     this.#seen.add(real);
+  }
+
+  /** Whether the file at `path` (as passed to `file`) was read. */
+  hasRead(path: string): boolean {
+    return this.#read.has(path);
   }
 
   /**
@@ -112,6 +129,7 @@ class PathScan {
     const file = await Deno.open(path);
     // The stream closes the file when read to the end or cancelled.
     const { findings, binary } = await scanBytes(file.readable, path);
+    this.#read.add(path);
     if (binary) {
       this.skipped.push({ file: path, reason: "binary" });
       return;
@@ -120,12 +138,15 @@ class PathScan {
     this.findings.push(...findings);
   }
 
-  report(extra: { stagedScanned?: number; historyScanned?: number } = {}): ScanReport {
+  report(
+    extra: { stagedScanned?: number; historyScanned?: number; historyShallow?: boolean } = {},
+  ): ScanReport {
     return {
       findings: this.findings,
       filesScanned: this.filesScanned,
       stagedScanned: extra.stagedScanned ?? 0,
       historyScanned: extra.historyScanned ?? 0,
+      historyShallow: extra.historyShallow ?? false,
       skipped: this.skipped,
     };
   }
@@ -136,11 +157,12 @@ class PathScan {
  * to it. Reads:
  *
  * - the working copy's tracked files and new files that are not ignored; links are followed
- *   inside `root` only, and a tracked file deleted from the working copy is skipped (its staged
- *   content is read instead);
- * - staged content that differs from the working copy (findings marked "staged");
- * - with `history`, every blob reachable from HEAD that is not in the index, each finding marked
- *   with a commit that holds it.
+ *   inside `root` only, and a tracked file missing from the working copy is read from the index;
+ * - staged content that differs from the working copy, or that git does not compare with it
+ *   (assume-unchanged, skip-worktree): findings marked "staged";
+ * - with `history`, every blob reachable from HEAD that was not read above, each finding marked
+ *   with a commit that holds it (`historyShallow`: the clone is shallow, and holds only part of
+ *   that history).
  */
 export async function scanProject(
   root: string,
@@ -151,12 +173,18 @@ export async function scanProject(
   // The project is read file by file below; a link back to its root must not walk it again.
   scan.markSeen(realRoot);
   const files = await projectFiles(root);
+  const index = await indexEntries(root);
+  const staged = await stagedChanges(root, index);
+  const stagedPaths = new Set(staged.map((entry) => entry.path));
   // Plain files first, so a file also reachable through a link is reported under its own name.
   const links: string[] = [];
   for (const file of files) {
     const info = await Deno.lstat(`${root}/${file}`).catch(() => null);
     if (info === null) {
-      scan.skipped.push({ file, reason: "deleted in the working copy" });
+      // Not skipped when its index version is read below (deleted, or out of a sparse checkout).
+      if (!stagedPaths.has(file)) {
+        scan.skipped.push({ file, reason: "deleted in the working copy" });
+      }
     } else if (info.isSymlink) {
       links.push(file);
     } else {
@@ -171,28 +199,38 @@ export async function scanProject(
   }
   for (const skip of scan.skipped) skip.file = relative(skip.file);
 
-  const staged = await stagedChanges(root);
-  const stagedScanned = await scanBlobs(root, staged, () => "staged", scan);
+  // Blobs read, so history need not read them again: index entries git vouches the working copy
+  // shows, where that file was read, and the staged blobs read below. Only what was read counts.
+  const read = new Set(
+    index
+      .filter((entry) => !stagedPaths.has(entry.path) && scan.hasRead(`${root}/${entry.path}`))
+      .map((entry) => entry.sha),
+  );
+  const stagedScanned = await scanBlobs(root, staged, () => "staged", scan, read);
 
   let historyScanned = 0;
+  let historyShallow = false;
   if (options.history) {
-    const inIndex = new Set((await indexEntries(root)).map((entry) => entry.sha));
-    const past = (await historyBlobs(root)).filter((blob) => !inIndex.has(blob.sha));
-    historyScanned = await scanBlobs(root, past, (ref) => `commit ${ref.commit}`, scan);
+    historyShallow = await isShallow(root);
+    const past = (await historyBlobs(root)).filter((blob) => !read.has(blob.sha));
+    historyScanned = await scanBlobs(root, past, (ref) => `commit ${ref.commit}`, scan, read);
   }
-  return scan.report({ stagedScanned, historyScanned });
+  return scan.report({ stagedScanned, historyScanned, historyShallow });
 }
 
+/** Scans the blobs into `scan`, adding each one's sha to `read`; returns how many were text. */
 async function scanBlobs(
   root: string,
   refs: readonly BlobRef[],
   sourceOf: (ref: BlobRef) => string,
   scan: PathScan,
+  read: Set<string>,
 ): Promise<number> {
   let scanned = 0;
   for await (const blob of readBlobs(root, refs)) {
     const source = sourceOf(blob.ref);
     const { findings, binary } = await scanBytes(blob.chunks, blob.ref.path, source);
+    read.add(blob.ref.sha);
     if (binary) continue;
     scanned++;
     scan.findings.push(...findings);

@@ -4,7 +4,8 @@
  */
 import {
   ALLOW_MARKER,
-  ASSIGNMENT,
+  ASSIGNMENTS,
+  blankEncodings,
   CODE_EXTENSIONS,
   distinctCharacters,
   extensionOf,
@@ -91,6 +92,8 @@ export class LineScanner {
   /** Reports matches starting in [#lead, end), where end leaves the overlap to the next segment. */
   #scan(line: string, complete: boolean): void {
     if (line.includes(ALLOW_MARKER)) return;
+    // Same length as the line: a match's index is its column in the line.
+    const text = blankEncodings(line);
     const limit = complete ? line.length : line.length - this.#overlapChars;
     const spans: Array<[number, number]> = [];
     const add = (start: number, value: string, kind: string) => {
@@ -109,7 +112,7 @@ export class LineScanner {
     };
 
     for (const rule of SHAPES) {
-      for (const match of line.matchAll(rule.pattern)) {
+      for (const match of text.matchAll(rule.pattern)) {
         const value = match[0];
         if (isPlaceholder(value.replace(/^-----BEGIN/, ""))) continue;
         if (rule.needsDigit && !/[0-9]/.test(value)) continue;
@@ -118,15 +121,17 @@ export class LineScanner {
       }
     }
 
-    for (const match of line.matchAll(ASSIGNMENT)) {
+    for (const match of ASSIGNMENTS.flatMap((pattern) => [...text.matchAll(pattern)])) {
       const name = match[2];
       if (!isCredentialName(name)) continue;
       const quoted = match[3] ?? match[4] ?? match[5];
       if (quoted === undefined && !this.#bareIsLiteral) continue;
-      const value = quoted ?? match[6];
+      // Trimmed: an escape at either end of a quoted value (`"<key>\n"`) was blanked to spaces.
+      const raw = quoted ?? match[6];
+      const value = raw.trim();
       if (!looksLikeSecret(value)) continue;
-      const start = match.index + match[0].length - value.length - (quoted === undefined ? 0 : 1);
-      add(start, value, `value assigned to ${name}`);
+      const end = match.index + match[0].length - (quoted === undefined ? 0 : 1);
+      add(end - raw.trimStart().length, value, `value assigned to ${name}`);
     }
   }
 }
