@@ -6,7 +6,8 @@
  * names an error may carry are the service's own (field names, secret types, limits).
  */
 import assert from "node:assert/strict";
-import { bearer, signIn, type TestApp } from "./support/app.ts";
+import { buildSiweMessage } from "../functions/_shared/auth/siwe.ts";
+import { bearer, newWallet, signIn, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 
 /** A pasted provider key, fresh for every request, so a match can only be an echo. */
@@ -224,6 +225,36 @@ describeWithDatabase("errors never echo what the caller sent", {
     const { error } = await response.json();
     assert.equal(error.code, "invalid_request");
     assert.equal(error.message, "unexpected field.");
+  },
+
+  async "a Chain ID the service does not list is not repeated by the contract-wallet refusal"(app) {
+    // Signed by another key, so the proof goes the contract-wallet way, for a chain with no RPC.
+    const [creator, signer] = [newWallet(), newWallet()];
+    const nonce = await (await app.fetch("/api/auth/nonce", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    })).json();
+    const pastedNumber = 4929123456789012;
+    const message = buildSiweMessage({
+      domain: nonce.domain,
+      uri: nonce.uri,
+      chainId: pastedNumber,
+      nonce: nonce.nonce,
+      issuedAt: new Date(nonce.issuedAt),
+      expirationTime: new Date(nonce.expiresAt),
+      statement: nonce.statement,
+      address: creator.address,
+    });
+    const response = await app.fetch("/api/auth/wallet-proof", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ message, signature: await signer.signMessage({ message }) }),
+    });
+    assert.equal(response.status, 401);
+    const text = await response.text();
+    assert.equal(JSON.parse(text).error.code, "signature_mismatch");
+    assert.ok(!text.includes(String(pastedNumber)), text);
   },
 
   async "a secret type, checked against the service's own list, may be named"(app) {

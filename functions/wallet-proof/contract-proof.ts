@@ -41,6 +41,12 @@ export function createContractProofCheck(context: ServiceContext): ContractProof
   const withoutRpc = config.allowedChainIds === null
     ? null
     : config.allowedChainIds.filter((id) => !rpcChains.has(id));
+  // A chain this service lists is named; any other is the caller's text, and no error repeats
+  // what was sent (a number pasted into Chain ID may be a secret).
+  const chainName = (chainId: number) =>
+    config.allowedChainIds?.includes(chainId) || rpcChains.has(chainId)
+      ? `chain ${chainId}`
+      : "the message's chain";
   if (withoutRpc === null || withoutRpc.length > 0) {
     log.info("contract_wallets_unavailable", {
       chain_ids: withoutRpc === null ? "all but the rpc chains" : withoutRpc.join(","),
@@ -60,8 +66,8 @@ export function createContractProofCheck(context: ServiceContext): ContractProof
       throw new ServiceError(
         "signature_mismatch",
         "The signature was not made by the message's address. If that address is a contract " +
-          `wallet: contract wallets need an RPC for chain ${fields.chainId}, and this service ` +
-          "has none.",
+          `wallet: contract wallets need an RPC for ${chainName(fields.chainId)}, and this ` +
+          "service has none.",
       );
     }
     const walletAddress = fields.address.toLowerCase();
@@ -90,7 +96,7 @@ export function createContractProofCheck(context: ServiceContext): ContractProof
       throw new ServiceError(
         "signature_mismatch",
         "The signature was not made by the message's address, and the contract wallet at that " +
-          `address on chain ${fields.chainId} does not accept it.`,
+          `address on ${chainName(fields.chainId)} does not accept it.`,
       );
     }
   };
