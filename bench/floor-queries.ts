@@ -4,7 +4,7 @@
  * and the profile's in-process floor (bench/profile-setup.ts) answer with these, so the floor the
  * bench measures and the one the profile times are the same code.
  */
-import type { Database } from "../functions/_shared/db/db.ts";
+import { type Database, WITHOUT_WAITING_FOR_FLUSH } from "../functions/_shared/db/db.ts";
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 
 /** What GET /api/secrets reads: the creator's masked rows, in the registry's order. */
@@ -43,11 +43,8 @@ export function listBare(db: Database, user: string | null) {
   ]);
 }
 
-/**
- * The nonce's commit setting (WITHOUT_WAITING_FOR_FLUSH in functions/wallet-proof/nonce.ts, which
- * tests/bench_floor_way_test.ts holds this equal to), spelled out so the floor imports no route.
- */
-export const NO_FLUSH_WAIT = "set local synchronous_commit = off";
+/** The nonce's commit setting, shared with the routes (functions/_shared/db/db.ts). */
+export const NO_FLUSH_WAIT = WITHOUT_WAITING_FOR_FLUSH;
 
 /** How the floor's write commits: as PUT does, or not waiting for the WAL flush, as the nonce. */
 export type FloorCommit = "flushed" | "without waiting for the flush";

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import type { Database, Row, Statement } from "../functions/_shared/db/db.ts";
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
-import { issueNonceBatch, WITHOUT_WAITING_FOR_FLUSH } from "../functions/wallet-proof/nonce.ts";
+import { issueNonceBatch } from "../functions/wallet-proof/nonce.ts";
 import { type BenchEngine, ENGINES, startCheckedFloor } from "../bench/engines.ts";
 import { FLOOR_CHANGES_REASON } from "../bench/floor-changes.ts";
 import {
@@ -290,7 +290,6 @@ Deno.test("reveal's audited floor is one statement, and the nonce's floor commit
     assert.equal(await reveals(), 2);
 
     // The nonce's floor: the nonce's own setting, then the upsert, in one transaction.
-    assert.equal(NO_FLUSH_WAIT, WITHOUT_WAITING_FOR_FLUSH);
     const [routeSetting] = issueNonceBatch({
       nonce: "n",
       ttlSeconds: 60,

@@ -1,7 +1,7 @@
 /** POST /wallet-proof/nonce: a server nonce, bound to the address and chain asked for. */
 import { z } from "zod";
 import type { AppConfig } from "../_shared/config/config.ts";
-import type { Database, Statement } from "../_shared/db/db.ts";
+import { type Database, type Statement, WITHOUT_WAITING_FOR_FLUSH } from "../_shared/db/db.ts";
 import { checksumAddress } from "../_shared/auth/eth.ts";
 import { clientIp, RATE_LIMIT_WINDOW_SECONDS, rateLimited } from "../_shared/auth/rate-limit.ts";
 import { buildSiweMessage, generateNonce, toStatement } from "../_shared/auth/siwe.ts";
@@ -18,15 +18,13 @@ const nonceRequest = z.strictObject({
   chainId: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
 });
 
-/**
- * Issuing a nonce does not wait for the WAL flush (synchronous_commit off, for its own transaction
- * only). A nonce is short-lived and cheap to replace: a database crash can forget those issued in
- * its last moments (wal_writer_delay, 200 ms by default), whose sign-ins then fail as
- * nonce_unknown and start over with a new one. Replay protection is unchanged: spending a nonce
- * commits synchronously, and that flush covers the nonce's own insert, written before it. And this
- * route needs no session, so a flush per request would let anyone make the database flush at will.
+/*
+ * Issuing a nonce does not wait for the WAL flush (WITHOUT_WAITING_FOR_FLUSH, for its own
+ * transaction only). A nonce is short-lived and cheap to replace: a database crash can forget those
+ * issued in its last moments, whose sign-ins then fail as nonce_unknown and start over with a new
+ * one. Replay protection is unchanged: spending a nonce commits synchronously, and that flush
+ * covers the nonce's own insert, written before it. And this route needs no session.
  */
-export const WITHOUT_WAITING_FOR_FLUSH = "set local synchronous_commit = off";
 
 /** The nonce's one call: the client's rate-limit hit, then (within the limit) the nonce. */
 const ISSUE_NONCE = `select outcome, issued_at, expires_at, retry_after

@@ -38,7 +38,9 @@ type RefreshAttempt =
 /**
  * $1 the presented token's hash, $2 its successor's, $3 the client's bucket, $4 the window, $5 the
  * limit, $6 the retry key's hash (or null). hit_rate_limit is volatile, so its CTE runs exactly
- * once, before the update reads it.
+ * once, before the update reads it. When nothing was spent (over the limit, or a token that is not
+ * live), only the count was written: count_only commits it without waiting for the flush, since
+ * anyone can send refresh tokens (WITHOUT_WAITING_FOR_FLUSH says why). A spend waits for it.
  */
 const ROTATE = `with attempt as (
     select hits, retry_after from public.hit_rate_limit($3, $4)
@@ -53,13 +55,17 @@ const ROTATE = `with attempt as (
     insert into public.auth_refresh_tokens (token_hash, session_id)
       select $2, session_id from spent
     returning session_id
+  ), count_only as (
+    select set_config('synchronous_commit', 'off', true)
+     where not exists (select 1 from spent)
   )
   select attempt.hits, attempt.retry_after, rotated.session_id, rotated.user_id,
          rotated.wallet_address
     from attempt left join (
       select spent.session_id, spent.user_id, u.wallet_address
         from spent join fresh on true join public.wallet_users u on u.id = spent.user_id
-    ) rotated on true`;
+    ) rotated on true
+    left join count_only on true`;
 
 /**
  * A spent token sent again with the retry key it was spent with, this soon after, while its

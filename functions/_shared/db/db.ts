@@ -7,6 +7,14 @@
 
 export type Row = Record<string, unknown>;
 
+/**
+ * For the transaction it opens: commit without waiting for the WAL flush. Only for writes a crash
+ * may forget at no cost (a nonce, a rate-limit count) on routes anyone can call, where a flush per
+ * request would let anyone make the database flush at will. A crash forgets at most the last
+ * wal_writer_delay (200 ms by default) of them.
+ */
+export const WITHOUT_WAITING_FOR_FLUSH = "set local synchronous_commit = off";
+
 export interface Queryable {
   query<T extends Row = Row>(text: string, params?: readonly unknown[]): Promise<T[]>;
   /** Runs a script of several statements without parameters (migrations). */
