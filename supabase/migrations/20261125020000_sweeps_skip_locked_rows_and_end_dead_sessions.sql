@@ -12,6 +12,9 @@
 --    deleted session is then refused as unknown rather than as ended; both are 401. The tokens go
 --    first, and counted: a session refreshed hourly for a month holds ~720, and deleting a thousand
 --    sessions by cascade could take longer than the statement timeout, every time.
+-- 3. Nonces were swept by public.issue_nonce itself, all expired ones at once, waiting for locks:
+--    a pile built cheaply (one bucket per IPv6 /64) could outlast the statement timeout on every
+--    sweep. They are swept here now, like the rest, and issue_nonce only issues.
 -- Each sweep deletes at most 1000 rows of each table, so no request carries a long one.
 create index auth_sessions_expires_at_idx on public.auth_sessions (expires_at);
 
@@ -22,6 +25,12 @@ create function public.sweep_expired_rows() returns void
      where (w.bucket, w.window_start) in (
        select o.bucket, o.window_start from public.rate_limit_windows o
         where o.window_start < now() - interval '1 hour'
+        limit 1000
+        for update skip locked);
+    delete from public.auth_nonces n
+     where n.nonce in (
+       select o.nonce from public.auth_nonces o
+        where o.expires_at < now() - interval '1 day'
         limit 1000
         for update skip locked);
     delete from public.auth_refresh_tokens t
@@ -65,5 +74,36 @@ create or replace function public.hit_rate_limit(bucket text, window_seconds int
       returning w.hits,
         ceil(extract(epoch from w.window_start) + hit_rate_limit.window_seconds
           - extract(epoch from now()))::integer;
+  end
+  $$;
+
+-- As in 20261124030000, without its own sweep of nonces (sweep_expired_rows does it, bounded).
+create or replace function public.issue_nonce(
+  nonce text,
+  ttl_seconds integer,
+  bound_address text,
+  bound_chain_id bigint,
+  ip_bucket text,
+  ip_limit integer,
+  window_seconds integer
+)
+  returns table (outcome text, issued_at timestamptz, expires_at timestamptz, retry_after integer)
+  language plpgsql set search_path = public, pg_temp
+  as $$
+  declare
+    attempt record;
+    stored public.auth_nonces%rowtype;
+  begin
+    select * into attempt from public.hit_rate_limit(ip_bucket, window_seconds);
+    if attempt.hits > ip_limit then
+      return query select 'rate_limited', null::timestamptz, null::timestamptz,
+        greatest(1, attempt.retry_after);
+      return;
+    end if;
+    insert into public.auth_nonces as n (nonce, expires_at, address, chain_id)
+      values (issue_nonce.nonce, now() + make_interval(secs => ttl_seconds), bound_address,
+        bound_chain_id)
+    returning n.* into stored;
+    return query select 'issued', stored.issued_at, stored.expires_at, null::integer;
   end
   $$;

@@ -3,7 +3,7 @@
 -- their expiry, with their refresh tokens.
 begin;
 create extension if not exists pgtap with schema extensions;
-select plan(8);
+select plan(10);
 
 insert into public.rate_limit_windows (bucket, window_start, hits)
   values ('test:stale', now() - interval '2 hours', 5);
@@ -82,6 +82,22 @@ select public.sweep_expired_rows();
 select is_empty(
   $$ select 1 from public.auth_sessions where id = 'e0000000-0000-4000-8000-000000000b16' $$,
   'the next sweep takes the rest of its tokens, then the session'
+);
+
+-- Nonces a day past expiry go the same way, 1000 at most per sweep, and only those.
+insert into public.auth_nonces (nonce, expires_at)
+  select 'testoldnonce' || lpad(n::text, 8, '0'), now() - interval '2 days'
+    from generate_series(1, 1500) n;
+insert into public.auth_nonces (nonce, expires_at) values ('testfreshnonce0001', now() - interval '1 hour');
+select public.sweep_expired_rows();
+select is(
+  (select count(*)::integer from public.auth_nonces where nonce like 'testoldnonce%'),
+  500,
+  'one sweep deletes at most 1000 nonces a day past expiry'
+);
+select isnt_empty(
+  $$ select 1 from public.auth_nonces where nonce = 'testfreshnonce0001' $$,
+  'a nonce expired an hour ago stays'
 );
 
 select * from finish();
