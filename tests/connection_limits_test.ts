@@ -405,3 +405,23 @@ Deno.test("limits come from LOCAL_* variables, and a bad value is refused naming
     );
   }
 });
+
+Deno.test("a body that times out leaves nothing behind: the heap is flat over hundreds of 408s", async () => {
+  // Its own process, to force a GC between measurements (--expose-gc).
+  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--allow-net",
+      "--v8-flags=--expose-gc",
+      new URL("./support/body-timeout-heap.ts", import.meta.url).pathname,
+    ],
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.equal(code, 0, new TextDecoder().decode(stderr));
+  const { requests, before, after } = JSON.parse(new TextDecoder().decode(stdout));
+  // Cancelling the body with a read pending kept ~3.5 KB of JS heap per request (and ~70 KB of
+  // the process's memory; Deno 2.9.6): 2.7 MB here, against 0.2 MB without the cancel.
+  const grownKb = Math.round((after - before) / 1024);
+  assert.ok(grownKb < 1024, `the heap grew ${grownKb} KB over ${requests} timed-out bodies`);
+});
