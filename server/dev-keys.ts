@@ -39,6 +39,7 @@ export async function loadOrCreateDevKeys(
   try {
     const stored = JSON.parse(await Deno.readTextFile(path));
     if (DEV_KEY_NAMES.every((name) => typeof stored[name] === "string")) {
+      await ownerOnly(path);
       return { keys: stored as DevKeys, created: false };
     }
     throw new Error(`${path} is incomplete; delete it to generate new development keys`);
@@ -54,6 +55,18 @@ export async function loadOrCreateDevKeys(
     createNew: true,
   });
   return { keys, created: true };
+}
+
+/**
+ * A keys file copied or restored with looser permissions is made the owner's alone again, as the
+ * data directory is on every start (Windows has no modes to set).
+ */
+async function ownerOnly(path: string): Promise<void> {
+  try {
+    await Deno.chmod(path, 0o600);
+  } catch (error) {
+    if (!(error instanceof Deno.errors.NotSupported)) throw error;
+  }
 }
 
 /** Dev keys fill only the gaps: anything set in the environment wins. */

@@ -273,16 +273,19 @@ Deno.test("development without a database URL uses embedded PGlite in .local", (
   assert.equal(config.port, 54321);
 });
 
-Deno.test("development keys are generated once into a 0600 file and reused", async () => {
+Deno.test("development keys are generated once into a 0600 file, reused, and kept 0600", async () => {
   const dir = await Deno.makeTempDir();
   try {
     const path = `${dir}/nested/dev-keys.json`;
     const first = await loadOrCreateDevKeys(path);
     assert.equal(first.created, true);
     assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
+    // Copied or restored readable by everyone: made the owner's alone again when loaded.
+    await Deno.chmod(path, 0o644);
     const second = await loadOrCreateDevKeys(path);
     assert.equal(second.created, false);
     assert.deepEqual(second.keys, first.keys);
+    assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
     const config = parseConfig(withDevKeys({}, first.keys));
     assert.equal(config.encryptionKeys[0].key.length, 32);
     assert.equal(config.serverRevealToken, first.keys.SERVER_REVEAL_TOKEN);
