@@ -93,14 +93,32 @@ export class DataDirInUse extends Error {
 }
 
 /**
+ * The directory's own path, links resolved: PGlite cannot open its files through a symbolic link,
+ * and a link must share the lock of what it points to. A directory not made yet is only resolved.
+ */
+export async function realDataDir(path: string): Promise<string> {
+  try {
+    return await Deno.realPath(path);
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) return resolve(path);
+    throw error;
+  }
+}
+
+/**
  * Holds an exclusive lock on `<path>.lock` (beside the directory, so PGlite's own files are left
  * alone) for the life of the process, which releases it on exit however it ends. Two processes on
  * one directory would each keep their own copy of the database in memory and write over the
  * other's changes. Throws DataDirInUse when another process holds it.
  */
 export async function lockDataDir(path: string): Promise<void> {
-  // Resolved, so `pglite`, `./pglite` and `pglite/` are one lock, never one inside the directory.
-  const file = await Deno.open(`${resolve(path)}.lock`, { create: true, write: true, mode: 0o600 });
+  // Resolved, so `pglite`, `./pglite`, `pglite/` and a link to it are one lock, never one inside
+  // the directory.
+  const file = await Deno.open(`${await realDataDir(path)}.lock`, {
+    create: true,
+    write: true,
+    mode: 0o600,
+  });
   let timer: ReturnType<typeof setTimeout> | undefined;
   const waited = new Promise<false>((resolve) => {
     timer = setTimeout(() => resolve(false), LOCK_WAIT_MS);

@@ -4,7 +4,7 @@
  * of it, with a real PGlite, is in local_server_test.ts.
  */
 import assert from "node:assert/strict";
-import { secureDataDir } from "../server/data-dir.ts";
+import { DataDirInUse, lockDataDir, realDataDir, secureDataDir } from "../server/data-dir.ts";
 
 const modeOf = async (path: string) => (await Deno.lstat(path)).mode! & 0o777;
 
@@ -88,5 +88,18 @@ Deno.test("a data directory path that is a file is refused", async () => {
     const file = `${root}/pglite`;
     await Deno.writeTextFile(file, "");
     await assert.rejects(secureDataDir(file), /is not a directory/);
+  });
+});
+
+Deno.test("a link to the data directory is the directory: resolved, and sharing its lock", async () => {
+  await withTempDir(async (root) => {
+    const data = `${root}/pglite`;
+    await Deno.mkdir(data);
+    await Deno.symlink(data, `${root}/link`);
+    assert.equal(await realDataDir(`${root}/link`), await Deno.realPath(data));
+    assert.equal(await realDataDir(`${root}/not-yet`), `${await Deno.realPath(root)}/not-yet`);
+    // Held for the life of the process, as the server holds it; the link must find it taken.
+    await lockDataDir(data);
+    await assert.rejects(() => lockDataDir(`${root}/link`), DataDirInUse);
   });
 });
