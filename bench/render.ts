@@ -5,6 +5,7 @@
 import { alsoRowSuffix, FLOOR_CHANGES, FLOOR_CHANGES_REASON } from "./floor-changes.ts";
 import { besideRowSuffix, GUARDED_FLOOR_CHANGE } from "./floor-way.ts";
 import { show, table } from "./markdown.ts";
+import { errorsCell, growthCell } from "./render-cells.ts";
 import type { BenchResults, Spread } from "./results-types.ts";
 import { TARGETS } from "./targets.ts";
 
@@ -137,31 +138,6 @@ function beforeAndNowLines(
       [false, false, ...(showFloors ? [false, false] : []), true, true, true, true],
     ),
   ];
-}
-
-/** A route row's errors cell: its own, its floor's, and runs whose proofs ran out, flagged. */
-function errorsCell(row: BenchResults["summary"]["rows"][number]): string {
-  const floorErrors = row.floorErrors ?? 0;
-  const flags = [
-    ...(floorErrors > 0 ? [`**floor: ${floorErrors}**`] : []),
-    ...proofsRanOutFlag(row.proofsRanOut),
-  ];
-  return [row.errors > 0 ? `**${row.errors}**` : String(row.errors), ...flags].join(", ");
-}
-
-/** "proofs ran out in N runs", when they did: that measurement was cut short. */
-function proofsRanOutFlag(runs: number | undefined): string[] {
-  return runs ? [`proofs ran out in ${runs} run${runs === 1 ? "" : "s"}`] : [];
-}
-
-/** A growth cell: p50 / p99, flagged with its errors and proofs that ran out. */
-function growthCell(g: BenchResults["summary"]["growth"][number]): string {
-  const flags = [
-    ...(g.errors ? [`**${g.errors} error${g.errors === 1 ? "" : "s"}**`] : []),
-    ...proofsRanOutFlag(g.proofsRanOut),
-  ];
-  const figures = `${show(g.p50Ms)} / ${show(g.p99Ms)}`;
-  return flags.length === 0 ? figures : `${figures} (${flags.join(", ")})`;
 }
 
 /** The generated tables of one bench run, their headings at `headingLevel`. */

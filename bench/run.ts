@@ -42,11 +42,8 @@ import {
   startChecked,
   startCheckedFloor,
 } from "./engines.ts";
+import { ALSO_AGAINST, type Floor, FLOOR_OF, FLOORS } from "./floor-catalogue.ts";
 import {
-  ALSO_AGAINST,
-  type Floor,
-  FLOOR_OF,
-  FLOORS,
   type FloorsMeasured,
   type FloorToMeasure,
   type Measured,

@@ -20,7 +20,7 @@ import {
   startChecked,
   startCheckedFloor,
 } from "./engines.ts";
-import { FLOOR_OF, floorOk, FLOORS } from "./floors.ts";
+import { FLOOR_OF, floorOk, FLOORS } from "./floor-catalogue.ts";
 import { wayLabel } from "./floor-way.ts";
 import { commit, machine } from "./machine.ts";
 import { serverEnv } from "./processes.ts";

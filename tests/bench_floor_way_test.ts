@@ -24,13 +24,8 @@ import {
   upsertBare,
 } from "../bench/floor-queries.ts";
 import { floorWay, GUARDED_FLOOR_CHANGE } from "../bench/floor-way.ts";
-import {
-  FLOOR_OF,
-  FLOORS,
-  type Measured,
-  measureFloorsAfter,
-  pushEngineRows,
-} from "../bench/floors.ts";
+import { FLOOR_OF, FLOORS } from "../bench/floor-catalogue.ts";
+import { type Measured, measureFloorsAfter, pushEngineRows } from "../bench/floors.ts";
 import { type LoadResult, mergeLoads } from "../bench/http-load.ts";
 import { type RunResult, summarize } from "../bench/summary.ts";
 import { serverEnv } from "../bench/processes.ts";
