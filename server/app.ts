@@ -52,6 +52,9 @@ export function createLocalApp(context: ServiceContext): LocalApp {
   return { handler, functions };
 }
 
+/** A method token no route takes, standing in for those a Request cannot carry. */
+const NO_ROUTE_METHOD = "NO-ROUTE";
+
 /**
  * The app as the edge serves it: the client-address header the service reads (`clientIp`, the
  * CLIENT_IP_* settings) holds the socket's address, never what the client sent. This server
@@ -62,9 +65,6 @@ export function createLocalApp(context: ServiceContext): LocalApp {
  * `request.signal` (Deno warns about its legacy abort semantics), and its headers are copied once,
  * as name-value pairs: a Headers copy first cost ~30 µs more per request over HTTP.
  */
-/** A method token no route takes, standing in for those a Request cannot carry. */
-const NO_ROUTE_METHOD = "NO-ROUTE";
-
 export function atEdge(
   handler: Handler,
   clientIp: ClientIpSource,
