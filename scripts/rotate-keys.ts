@@ -14,7 +14,7 @@ import { parseArgs } from "node:util";
 import { parseStorageConfig } from "../functions/_shared/config/config.ts";
 import { openDatabase } from "../server/database.ts";
 import { importKeyring } from "../functions/_shared/vault/vault-crypto.ts";
-import { lockDataDir, realDataDir, secureDataDir } from "../server/data-dir.ts";
+import { lockDataDir, secureDataDir } from "../server/data-dir.ts";
 import { exists, localEnv, parseOrExit, stepOrExit } from "../server/local-settings.ts";
 import { DEFAULT_BATCH_SIZE, rotateKeys } from "./lib/key-rotation.ts";
 
@@ -35,16 +35,12 @@ if (!Number.isSafeInteger(batchSize) || batchSize < 1) {
 const { env } = await localEnv({ createDevKeys: false });
 // The database and the keyring only: rotation signs no session and answers no request.
 const config = parseOrExit(() => parseStorageConfig(env));
-let database = config.database;
-if (database.engine === "pglite") {
-  const given = database.dataDir;
-  if (given === null || !(await exists(given))) {
-    console.error(`no local database at ${given}: nothing to rotate`);
+if (config.database.engine === "pglite") {
+  const { dataDir } = config.database;
+  if (dataDir === null || !(await exists(dataDir))) {
+    console.error(`no local database at ${dataDir}: nothing to rotate`);
     Deno.exit(1);
   }
-  // As the server opens it: links resolved (server/main.ts).
-  const dataDir = await realDataDir(given);
-  database = { ...database, dataDir };
   console.error(`rotating the embedded database in ${dataDir}`);
   // The same privacy as the server gives it (PGlite writes its files 0666).
   await secureDataDir(dataDir);
@@ -52,7 +48,7 @@ if (database.engine === "pglite") {
 }
 
 const keyring = await importKeyring(config.encryptionKeys);
-const db = await stepOrExit(() => openDatabase(database));
+const db = await stepOrExit(() => openDatabase(config.database));
 const stop = new AbortController();
 const onInterrupt = () => {
   console.error("stopping after the batch in progress…");

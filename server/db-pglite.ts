@@ -7,12 +7,14 @@ import type {
   Row,
   Statement,
 } from "../functions/_shared/db/db.ts";
+import { realDataDir } from "./data-dir.ts";
 
 type PgliteSettings = Extract<DatabaseSettings, { engine: "pglite" }>;
 
 export async function openPglite(settings: PgliteSettings): Promise<Database> {
   const pg = await PGlite.create({
-    dataDir: settings.dataDir ?? undefined,
+    // PGlite cannot open its files through a symbolic link: the directory's own path.
+    dataDir: settings.dataDir === null ? undefined : await realDataDir(settings.dataDir),
     loadDataDir: settings.loadDataDir,
     extensions: { pgcrypto },
   });

@@ -12,7 +12,7 @@ import {
   type LimitedServer,
   serveWithLimits,
 } from "./connection-limits.ts";
-import { lockDataDir, realDataDir, secureDataDir } from "./data-dir.ts";
+import { lockDataDir, secureDataDir } from "./data-dir.ts";
 import { localEnv, parseOrExit, stepOrExit } from "./local-settings.ts";
 import { migrate } from "../scripts/lib/migrations.ts";
 
@@ -34,16 +34,12 @@ async function main(): Promise<void> {
 
   // The embedded database's files are private to this user: set on creation, checked and fixed on
   // every start, and once more after PGlite has created its files (it makes them 0666).
-  // Links resolved: PGlite cannot open its files through one, and a link shares its target's lock.
-  const database = config.database.engine === "pglite" && config.database.dataDir
-    ? { ...config.database, dataDir: await realDataDir(config.database.dataDir) }
-    : config.database;
-  const dataDir = database.engine === "pglite" ? database.dataDir : null;
+  const dataDir = config.database.engine === "pglite" ? config.database.dataDir : null;
   if (dataDir) {
     await secureOrExit(dataDir);
     await stepOrExit(() => lockDataDir(dataDir));
   }
-  const db = await openDatabase(database);
+  const db = await openDatabase(config.database);
   const applied = await stepOrExit(() => migrate(db));
   if (dataDir) await secureOrExit(dataDir);
 
