@@ -11,7 +11,7 @@
  * Self-contained apart from the registry and routing, so live-run code can import it anywhere
  * (an edge function, a worker, a script) with nothing but fetch.
  */
-import { REVEAL_TOKEN_HEADER } from "../functions/_shared/http/reveal-header.ts";
+import { HEADER_SAFE_TOKEN, REVEAL_TOKEN_HEADER } from "../functions/_shared/http/reveal-header.ts";
 import { planRoute, type RouteError } from "../functions/_shared/vault/provider-routing.ts";
 import {
   isSecretType,
@@ -70,7 +70,7 @@ export function createVaultServerClient(options: VaultServerClientOptions): Vaul
     throw new TypeError("createVaultServerClient: revealToken is required.");
   }
   // As the service requires of SERVER_REVEAL_TOKEN: a header cannot carry anything else.
-  if (!/^[\x21-\x7e]+$/.test(options.revealToken)) {
+  if (!HEADER_SAFE_TOKEN.test(options.revealToken)) {
     throw new TypeError(
       "createVaultServerClient: revealToken must be printable ASCII without spaces or line " +
         "breaks (check for a trailing newline).",

@@ -3,6 +3,7 @@
  * default. What they mean together (and what production requires) is config.ts's business.
  */
 import { z } from "zod";
+import { HEADER_SAFE_TOKEN } from "../http/reveal-header.ts";
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -45,7 +46,7 @@ const headerSecretString = (name: string) =>
   z.preprocess(
     blankToUndefined,
     z.string().min(32, `${name} must be at least 32 characters`).regex(
-      /^[\x21-\x7e]+$/,
+      HEADER_SAFE_TOKEN,
       `${name} must be printable ASCII without spaces or line breaks (it is sent as a header)`,
     ).optional(),
   );

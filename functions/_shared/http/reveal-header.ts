@@ -4,3 +4,10 @@
  * it. Browsers cannot send it: CORS never allows it (see CORS_ALLOWED_HEADERS in serve.ts).
  */
 export const REVEAL_TOKEN_HEADER = "x-service-server-secret";
+
+/**
+ * What the reveal token may hold: printable ASCII without spaces, which a header carries as given
+ * (clients strip a value's surrounding whitespace and refuse control characters). The service
+ * checks SERVER_REVEAL_TOKEN against it, and the live-run client its revealToken.
+ */
+export const HEADER_SAFE_TOKEN = /^[\x21-\x7e]+$/;
