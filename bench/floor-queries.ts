@@ -4,7 +4,7 @@
  * and the profile's in-process floor (bench/profile-setup.ts) answer with these, so the floor the
  * bench measures and the one the profile times are the same code.
  */
-import { type Database, WITHOUT_WAITING_FOR_FLUSH } from "../functions/_shared/db/db.ts";
+import { type Database, queryWithoutWaitingForFlush } from "../functions/_shared/db/db.ts";
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 
 /** What GET /api/secrets reads: the creator's masked rows, in the registry's order. */
@@ -43,14 +43,11 @@ export function listBare(db: Database, user: string | null) {
   ]);
 }
 
-/** The nonce's commit setting, shared with the routes (functions/_shared/db/db.ts). */
-export const NO_FLUSH_WAIT = WITHOUT_WAITING_FOR_FLUSH;
-
 /** How the floor's write commits: as PUT does, or not waiting for the WAL flush, as the nonce. */
 export type FloorCommit = "flushed" | "without waiting for the flush";
 
 /** A random ciphertext and IV of the sizes the service stores, under key id `k1`. */
-export async function upsertBare(
+export function upsertBare(
   db: Database,
   user: string | null,
   type: string | null,
@@ -65,13 +62,7 @@ export async function upsertBare(
   type Upserted = { updated_at: Date; created: boolean };
   if (commit === "flushed") return db.query<Upserted>(UPSERT, params);
   // As the nonce sends it: the setting, then the write, in one transaction.
-  const [setting, upsert] = await db.batch([
-    { text: NO_FLUSH_WAIT },
-    { text: UPSERT, params },
-  ]);
-  if (setting.status === "rejected") throw setting.reason;
-  if (upsert.status === "rejected") throw upsert.reason;
-  return upsert.value as Upserted[];
+  return queryWithoutWaitingForFlush<Upserted>(db, { text: UPSERT, params });
 }
 
 export function ciphertextsBare(db: Database, user: string | null) {

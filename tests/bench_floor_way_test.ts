@@ -11,6 +11,7 @@ import assert from "node:assert/strict";
 import type { Database, Row, Statement } from "../functions/_shared/db/db.ts";
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 import { issueNonceBatch } from "../functions/wallet-proof/nonce.ts";
+import { WITHOUT_WAITING_FOR_FLUSH } from "../functions/_shared/db/db.ts";
 import { type BenchEngine, ENGINES, startCheckedFloor } from "../bench/engines.ts";
 import { FLOOR_CHANGES_REASON } from "../bench/floor-changes.ts";
 import {
@@ -19,7 +20,6 @@ import {
   auditedCiphertextsBare,
   auditedCiphertextsInTwoStatements,
   CIPHERTEXTS,
-  NO_FLUSH_WAIT,
   UPSERT,
   upsertBare,
 } from "../bench/floor-queries.ts";
@@ -294,7 +294,7 @@ Deno.test("reveal's audited floor is one statement, and the nonce's floor commit
       maxHits: 1,
       windowSeconds: 60,
     });
-    assert.equal(routeSetting.text, NO_FLUSH_WAIT);
+    assert.equal(routeSetting.text, WITHOUT_WAITING_FOR_FLUSH);
     const [written] = await upsertBare(
       floorDb,
       user,
@@ -302,7 +302,7 @@ Deno.test("reveal's audited floor is one statement, and the nonce's floor commit
       "without waiting for the flush",
     );
     assert.equal(written.created, false);
-    assert.deepEqual(sent.splice(0), [[NO_FLUSH_WAIT, UPSERT]]);
+    assert.deepEqual(sent.splice(0), [[WITHOUT_WAITING_FOR_FLUSH, UPSERT]]);
     // PUT's floor waits for the flush, as PUT does.
     await upsertBare(floorDb, user, SECRET_TYPES[0]);
     assert.deepEqual(sent.splice(0), [[UPSERT]]);

@@ -1,7 +1,12 @@
 /** POST /wallet-proof/nonce: a server nonce, bound to the address and chain asked for. */
 import { z } from "zod";
 import type { AppConfig } from "../_shared/config/config.ts";
-import { type Database, type Statement, WITHOUT_WAITING_FOR_FLUSH } from "../_shared/db/db.ts";
+import {
+  type Database,
+  queryWithoutWaitingForFlush,
+  type Statement,
+  withoutWaitingForFlush,
+} from "../_shared/db/db.ts";
 import { checksumAddress } from "../_shared/auth/eth.ts";
 import { clientIp, RATE_LIMIT_WINDOW_SECONDS, rateLimited } from "../_shared/auth/rate-limit.ts";
 import { buildSiweMessage, generateNonce, toStatement } from "../_shared/auth/siwe.ts";
@@ -42,23 +47,25 @@ export interface NonceIssue {
   readonly windowSeconds: number;
 }
 
+/** The nonce's one call. */
+function issueNonceStatement(issue: NonceIssue): Statement {
+  return {
+    text: ISSUE_NONCE,
+    params: [
+      issue.nonce,
+      issue.ttlSeconds,
+      issue.address,
+      issue.chainId,
+      issue.bucket,
+      issue.maxHits,
+      issue.windowSeconds,
+    ],
+  };
+}
+
 /** The nonce's transaction: the flush setting, then the one call (bench:profile times the same). */
 export function issueNonceBatch(issue: NonceIssue): [Statement, Statement] {
-  return [
-    { text: WITHOUT_WAITING_FOR_FLUSH },
-    {
-      text: ISSUE_NONCE,
-      params: [
-        issue.nonce,
-        issue.ttlSeconds,
-        issue.address,
-        issue.chainId,
-        issue.bucket,
-        issue.maxHits,
-        issue.windowSeconds,
-      ],
-    },
-  ];
+  return withoutWaitingForFlush(issueNonceStatement(issue));
 }
 
 type IssuedNonce = {
@@ -102,19 +109,18 @@ export function nonceRoute({ db, config, signInOrigins }: NonceDeps): Handler {
     const nonce = generateNonce();
     // One call: the client's rate-limit hit, then (within the limit) the nonce, bound to the
     // address and chain asked for so that only a proof for them can spend it.
-    const [setting, issued] = await db.batch(issueNonceBatch({
-      nonce,
-      ttlSeconds: config.nonceTtlSeconds,
-      address: body.address?.toLowerCase() ?? null,
-      chainId: body.chainId ?? null,
-      bucket: `nonce:ip:${clientIp(request, config.clientIp)}`,
-      maxHits: config.rateLimits.noncePerIpPerMinute,
-      windowSeconds: RATE_LIMIT_WINDOW_SECONDS,
-    }));
-    // Behind a failed setting the call failed too (the transaction was aborted): report the first.
-    if (setting.status === "rejected") throw setting.reason;
-    if (issued.status === "rejected") throw issued.reason;
-    const [row] = issued.value as IssuedNonce[];
+    const [row] = await queryWithoutWaitingForFlush<IssuedNonce>(
+      db,
+      issueNonceStatement({
+        nonce,
+        ttlSeconds: config.nonceTtlSeconds,
+        address: body.address?.toLowerCase() ?? null,
+        chainId: body.chainId ?? null,
+        bucket: `nonce:ip:${clientIp(request, config.clientIp)}`,
+        maxHits: config.rateLimits.noncePerIpPerMinute,
+        windowSeconds: RATE_LIMIT_WINDOW_SECONDS,
+      }),
+    );
     if (row.outcome === "rate_limited") throw rateLimited(row.retry_after);
     const fields = {
       domain: new URL(origin).host,

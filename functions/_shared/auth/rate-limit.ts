@@ -4,7 +4,7 @@
  */
 import type { ClientIpSource } from "../config/config.ts";
 import { FORWARDED_FOR } from "../config/env-schema.ts";
-import { type Database, WITHOUT_WAITING_FOR_FLUSH } from "../db/db.ts";
+import { type Database, queryWithoutWaitingForFlush } from "../db/db.ts";
 import { ServiceError } from "../http/errors.ts";
 
 /** Every limit counts per minute. */
@@ -25,15 +25,10 @@ export async function enforceRateLimit(
   db: Pick<Database, "batch">,
   { bucket, limit, windowSeconds = RATE_LIMIT_WINDOW_SECONDS }: RateLimit,
 ): Promise<void> {
-  const [, counted] = await db.batch([
-    { text: WITHOUT_WAITING_FOR_FLUSH },
-    {
-      text: "select hits, retry_after from public.hit_rate_limit($1, $2)",
-      params: [bucket, windowSeconds],
-    },
-  ]);
-  if (counted.status === "rejected") throw counted.reason;
-  const [row] = counted.value as { hits: number; retry_after: number }[];
+  const [row] = await queryWithoutWaitingForFlush<{ hits: number; retry_after: number }>(db, {
+    text: "select hits, retry_after from public.hit_rate_limit($1, $2)",
+    params: [bucket, windowSeconds],
+  });
   if (row.hits > limit) throw rateLimited(row.retry_after);
 }
 

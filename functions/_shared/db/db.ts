@@ -15,6 +15,25 @@ export type Row = Record<string, unknown>;
  */
 export const WITHOUT_WAITING_FOR_FLUSH = "set local synchronous_commit = off";
 
+/** `statement` in a transaction of its own that commits without waiting for the flush. */
+export function withoutWaitingForFlush(statement: Statement): [Statement, Statement] {
+  return [{ text: WITHOUT_WAITING_FOR_FLUSH }, statement];
+}
+
+/**
+ * Runs withoutWaitingForFlush(statement): its rows, or the first failure (behind a failed setting
+ * the statement failed too, the transaction being aborted).
+ */
+export async function queryWithoutWaitingForFlush<T extends Row>(
+  db: Pick<Database, "batch">,
+  statement: Statement,
+): Promise<T[]> {
+  const [setting, outcome] = await db.batch(withoutWaitingForFlush(statement));
+  if (setting.status === "rejected") throw setting.reason;
+  if (outcome.status === "rejected") throw outcome.reason;
+  return outcome.value as T[];
+}
+
 export interface Queryable {
   query<T extends Row = Row>(text: string, params?: readonly unknown[]): Promise<T[]>;
   /** Runs a script of several statements without parameters (migrations). */
