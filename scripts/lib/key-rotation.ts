@@ -138,22 +138,15 @@ export async function rotateKeys(
         for (const row of rows) {
           if (unreadable.has(rowKey(row))) continue;
           const binding = { userId: row.user_id, secretType: row.secret_type };
-          let value: string;
-          try {
-            value = await keyring.decrypt(
-              { ciphertext: row.ciphertext, iv: row.iv, keyId: row.key_id },
-              binding,
-            );
-          } catch (error) {
-            const reason = keyFailure(error);
-            if (reason === null) throw error;
+          const opened = await openRow(keyring, row);
+          if ("failure" in opened) {
             unreadable.add(rowKey(row));
             // Each unreadable row is recorded once (later passes step over it): skipped rows are
             // exactly the problems.
-            problems.push({ ...binding, keyId: row.key_id, reason });
+            problems.push({ ...binding, keyId: row.key_id, reason: opened.failure });
             continue;
           }
-          const sealed = await keyring.encrypt(value, binding);
+          const sealed = await keyring.encrypt(opened.value, binding);
           await tx.query(
             `update public.user_secrets set ciphertext = $3, iv = $4, key_id = $5
               where user_id = $1 and secret_type = $2`,
@@ -221,16 +214,26 @@ async function activeKeyFailure(
       [activeKeyId],
     ));
   if (row === undefined) return null;
+  const opened = await openRow(keyring, row);
+  return "failure" in opened ? opened.failure : null;
+}
+
+/** The row's value, or why its key cannot open it; any other failure is thrown. */
+async function openRow(
+  keyring: Keyring,
+  row: Row,
+): Promise<{ readonly value: string } | { readonly failure: KeyFailure }> {
   try {
-    await keyring.decrypt(
-      { ciphertext: row.ciphertext, iv: row.iv, keyId: row.key_id },
-      { userId: row.user_id, secretType: row.secret_type },
-    );
-    return null;
+    return {
+      value: await keyring.decrypt(
+        { ciphertext: row.ciphertext, iv: row.iv, keyId: row.key_id },
+        { userId: row.user_id, secretType: row.secret_type },
+      ),
+    };
   } catch (error) {
-    const reason = keyFailure(error);
-    if (reason === null) throw error;
-    return reason;
+    const failure = keyFailure(error);
+    if (failure === null) throw error;
+    return { failure };
   }
 }
 
