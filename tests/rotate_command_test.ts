@@ -21,6 +21,47 @@ const newKey = (id: string): EncryptionKeySpec => ({
 const keyringVar = (keys: readonly EncryptionKeySpec[]) =>
   keys.map((k) => `${k.id}:${btoa(String.fromCharCode(...k.key))}`).join(",");
 
+/** A creator with `address`; its id. */
+async function addCreator(db: Database, address: string): Promise<string> {
+  const [{ id }] = await db.query<{ id: string }>(
+    "insert into public.wallet_users (wallet_address) values ($1) returning id",
+    [address],
+  );
+  return id;
+}
+
+/** `value` stored as `keys`' active key seals it, as the service would have stored it. */
+async function storeSealed(
+  db: Database,
+  keys: readonly EncryptionKeySpec[],
+  userId: string,
+  secretType: (typeof TYPES)[number],
+  value: string,
+): Promise<void> {
+  const sealed = await (await importKeyring(keys)).encrypt(value, { userId, secretType });
+  await db.query(
+    `insert into public.user_secrets (user_id, secret_type, ciphertext, iv, key_id)
+     values ($1, $2, $3, $4, $5)`,
+    [userId, secretType, sealed.ciphertext, sealed.iv, sealed.keyId],
+  );
+}
+
+/** The command in its own process, given only `env`, as an operator runs it. */
+async function runRotate(env: Record<string, string>, args: string[] = []) {
+  const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", SCRIPT, ...args],
+    env,
+    clearEnv: true,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  return {
+    code,
+    printed: new TextDecoder().decode(stdout),
+    errors: new TextDecoder().decode(stderr),
+  };
+}
+
 /** A database the command can open from its own process, and what to tell it to find it. */
 interface CommandDatabase {
   readonly db: Database;
@@ -71,39 +112,23 @@ for (const engine of testEngines()) {
       try {
         const k1 = newKey("k1");
         const k2 = newKey("k2");
-        const old = await importKeyring([k1]);
         const values = new Map<string, string>();
         for (let creator = 0; creator < 2; creator++) {
-          const [{ id }] = await database.db.query<{ id: string }>(
-            "insert into public.wallet_users (wallet_address) values ($1) returning id",
-            [`0x${String(creator + 1).repeat(40)}`],
-          );
+          const id = await addCreator(database.db, `0x${String(creator + 1).repeat(40)}`);
           for (const secretType of TYPES) {
             const value = `sk-${secretType}-${crypto.randomUUID()}`;
-            const sealed = await old.encrypt(value, { userId: id, secretType });
-            await database.db.query(
-              `insert into public.user_secrets (user_id, secret_type, ciphertext, iv, key_id)
-               values ($1, $2, $3, $4, $5)`,
-              [id, secretType, sealed.ciphertext, sealed.iv, sealed.keyId],
-            );
+            await storeSealed(database.db, [k1], id, secretType, value);
             values.set(`${id}/${secretType}`, value);
           }
         }
         await database.release();
 
-        const { code, stdout, stderr } = await new Deno.Command(Deno.execPath(), {
-          args: ["run", "-A", SCRIPT, "--batch-size=4"],
-          env: {
-            // Only what rotation needs, as an operator would give it: no service secrets.
-            ENCRYPTION_KEYS: keyringVar([k2, k1]),
-            ...database.env,
-          },
-          clearEnv: true,
-          stdout: "piped",
-          stderr: "piped",
-        }).output();
-        const printed = new TextDecoder().decode(stdout);
-        assert.equal(code, 0, `${printed}\n${new TextDecoder().decode(stderr)}`);
+        const { code, printed, errors } = await runRotate(
+          // Only what rotation needs, as an operator would give it: no service secrets.
+          { ENCRYPTION_KEYS: keyringVar([k2, k1]), ...database.env },
+          ["--batch-size=4"],
+        );
+        assert.equal(code, 0, `${printed}\n${errors}`);
         assert.match(printed, /^batch 1: 4 rotated, 0 skipped so far$/m);
         assert.match(printed, /^batch 2: 6 rotated, 0 skipped so far$/m);
         assert.match(printed, /^active key: k2$/m);
@@ -156,21 +181,10 @@ for (const engine of testEngines()) {
         // One row under k1, and one under k0 that a rotation would otherwise re-encrypt.
         const k0 = newKey("k0");
         const k1 = newKey("k1");
-        const [{ id }] = await database.db.query<{ id: string }>(
-          "insert into public.wallet_users (wallet_address) values ($1) returning id",
-          [`0x${"7".repeat(40)}`],
-        );
+        const id = await addCreator(database.db, `0x${"7".repeat(40)}`);
         const stored = [[k1, TYPES[0]], [k0, TYPES[1]]] as const;
         for (const [key, secretType] of stored) {
-          const sealed = await (await importKeyring([key])).encrypt(`sk-${crypto.randomUUID()}`, {
-            userId: id,
-            secretType,
-          });
-          await database.db.query(
-            `insert into public.user_secrets (user_id, secret_type, ciphertext, iv, key_id)
-             values ($1, $2, $3, $4, $5)`,
-            [id, secretType, sealed.ciphertext, sealed.iv, sealed.keyId],
-          );
+          await storeSealed(database.db, [key], id, secretType, `sk-${crypto.randomUUID()}`);
         }
         const before = await database.db.query<{ ciphertext: Uint8Array }>(
           "select ciphertext from public.user_secrets order by secret_type",
@@ -178,14 +192,10 @@ for (const engine of testEngines()) {
         await database.release();
 
         // "Rotating" by changing k1's bytes in place, keeping k0 behind it.
-        const { code, stdout } = await new Deno.Command(Deno.execPath(), {
-          args: ["run", "-A", SCRIPT],
-          env: { ENCRYPTION_KEYS: keyringVar([newKey("k1"), k0]), ...database.env },
-          clearEnv: true,
-          stdout: "piped",
-          stderr: "piped",
-        }).output();
-        const printed = new TextDecoder().decode(stdout);
+        const { code, printed } = await runRotate({
+          ENCRYPTION_KEYS: keyringVar([newKey("k1"), k0]),
+          ...database.env,
+        });
         assert.equal(code, 1, printed);
         assert.match(printed, /rows stored under k1 do not open with the configured k1/);
         assert.match(printed, /Nothing was rotated/);
