@@ -303,7 +303,7 @@ Deno.test("a Host that makes no URL is a 400 invalid_request, with or without a 
   for (const method of ["TRACE", "TRACK", "trace"]) {
     const answer = await ask(`${method} /api/secrets HTTP/1.1\r\nHost: 127.0.0.1`);
     assert.equal(answer.status, 405, answer.body);
-    assert.match(answer.head, /\r\nallow: GET(\r\n|$)/i);
+    assert.match(answer.head, /\r\nallow: GET, HEAD(\r\n|$)/i);
     assert.equal(JSON.parse(answer.body).error.code, "method_not_allowed");
     const nowhere = await ask(`${method} /api/nowhere HTTP/1.1\r\nHost: 127.0.0.1`);
     assert.equal(nowhere.status, 404, nowhere.body);

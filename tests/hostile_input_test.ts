@@ -816,6 +816,11 @@ async function nextCase(rng: Rng, f: Fixtures, revealToken: string): Promise<Cas
         () => "/functions/v1/user-secrets/reveal/",
         () => "/functions/v1/wallet-proof/../user-secrets",
         () => `/api/${"a/".repeat(rng.between(100, 1500))}`,
+        // A run of slashes not at the end: a trailing-slash regex once backtracked on it.
+        () =>
+          `${rng.pick(["/api", "/functions/v1/user-secrets"])}/${
+            "/".repeat(rng.between(100, 3000))
+          }a`,
         () => `/api/secrets?secretType=${pct(SQL_FRAGMENTS[1])}&user_id=*`,
         () => "/functions/v1/_shared/db.ts",
         () => "/supabase/migrations/20261122000000_wallet_vault.sql",

@@ -28,8 +28,21 @@ export function subpath(url: string, functionName: string): string | null {
   const prefix = pathname.startsWith("/functions/v1/") ? "/functions/v1/" : "/";
   const rest = pathname.slice(prefix.length);
   if (rest !== functionName && !rest.startsWith(`${functionName}/`)) return null;
-  return rest.slice(functionName.length).replace(/\/+$/, "");
+  return withoutTrailingSlashes(rest.slice(functionName.length));
 }
+
+/**
+ * `path` without its trailing slashes, in one pass from the end. `/\/+$/` backtracked at every
+ * slash of a long run that is not at the end ("/api////…/a"): one 64 KB path held the event loop
+ * for over a second, before any limit or token check.
+ */
+function withoutTrailingSlashes(path: string): string {
+  let end = path.length;
+  while (end > 0 && path.charCodeAt(end - 1) === SLASH) end--;
+  return path.slice(0, end);
+}
+
+const SLASH = 0x2f;
 
 export function router(functionName: string, routes: readonly Route[]): FunctionHandler {
   return (request, routed) => {
@@ -39,9 +52,12 @@ export function router(functionName: string, routes: readonly Route[]): Function
     if (path === null || candidates.length === 0) {
       throw new ServiceError("not_found", "No such route.");
     }
-    const route = candidates.find((r) => r.method === request.method);
+    // HEAD is answered wherever GET is (RFC 9110 §9.3.2); the server sends no body for it.
+    const method = request.method === "HEAD" ? "GET" : request.method;
+    const route = candidates.find((r) => r.method === method);
     if (!route) {
-      const allow = candidates.map((r) => r.method).join(", ");
+      const methods = candidates.map((r) => r.method);
+      const allow = methods.flatMap((m) => m === "GET" ? [m, "HEAD"] : [m]).join(", ");
       throw new ServiceError("method_not_allowed", `Use ${allow}.`, undefined, { allow });
     }
     return route.handle(request);
