@@ -389,7 +389,7 @@ Deno.test("policy checks, in order: domain, URI, chain, issued-at, expiry, not-b
     [message({ issuedAt: new Date(NOW.getTime() + 61_000) }), "issued_in_future"],
     [message({ expirationTime: NOW }), "message_expired"],
     [message({ expirationTime: new Date(NOW.getTime() - 1) }), "message_expired"],
-    [message({ notBefore: new Date(NOW.getTime() + 1000) }), "message_not_yet_valid"],
+    [message({ notBefore: new Date(NOW.getTime() + 61_000) }), "message_not_yet_valid"],
     // The first failing check is the one reported.
     [message({ uri: "https://evil.example", chainId: 5 }), "uri_not_allowed", { chainIds: [1] }],
     [message({ chainId: 5, expirationTime: NOW }), "chain_not_allowed", { chainIds: [1] }],
@@ -399,6 +399,10 @@ Deno.test("policy checks, in order: domain, URI, chain, issued-at, expiry, not-b
   }
   // Inside the allowed skew, at the edges, and with an allow-list that includes the chain.
   checkSiweMessage(message({ issuedAt: new Date(NOW.getTime() + 59_000) }), policy);
+  // Not Before gets the same skew: a wallet whose clock runs 5 s fast set both to its "now".
+  const fast = new Date(NOW.getTime() + 5_000);
+  checkSiweMessage(message({ issuedAt: fast, notBefore: fast }), policy);
+  checkSiweMessage(message({ notBefore: new Date(NOW.getTime() + 59_000) }), policy);
   checkSiweMessage(
     message({ notBefore: NOW, expirationTime: new Date(NOW.getTime() + 1) }),
     policy,

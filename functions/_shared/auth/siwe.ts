@@ -115,7 +115,10 @@ export function checkSiweMessage(message: string, policy: SiwePolicy): SiweField
   if (fields.expirationTime !== undefined && fields.expirationTime.getTime() <= now) {
     throw new ServiceError("message_expired", "The message has expired; sign a new one.");
   }
-  if (fields.notBefore !== undefined && fields.notBefore.getTime() > now) {
+  // Not Before is the client's clock, like Issued At, and gets the same skew: a message made with
+  // both set to its "now" must not be refused for a wallet clock a few seconds fast. Expiration
+  // gets none: the server's clock ends a message.
+  if (fields.notBefore !== undefined && fields.notBefore.getTime() > now + policy.clockSkewMs) {
     throw new ServiceError("message_not_yet_valid", "The message is not valid yet.");
   }
   return fields;
