@@ -139,6 +139,30 @@ Deno.test("production refuses a missing or empty ALLOWED_ORIGINS (CORS would ans
   ]);
 });
 
+Deno.test("ALLOWED_ORIGINS holds exact origins: no wildcard, path, query or credentials", () => {
+  const refused = "ALLOWED_ORIGINS must hold http(s) origins like https://app.example.com";
+  for (
+    const origin of [
+      "https://*.example.com", // the URL parser takes it as a host; no page's origin equals it
+      "*",
+      "https://app.example.com/settings",
+      "https://app.example.com?x=1",
+      "https://user:pass@app.example.com",
+      "ftp://app.example.com",
+    ]
+  ) {
+    assert.deepEqual(productionProblems({ ALLOWED_ORIGINS: origin }), [refused], origin);
+  }
+  const accepted = parseConfig(productionEnv({
+    ALLOWED_ORIGINS: "https://App.Example.com/, http://localhost:5173, http://[::1]:3000",
+  })).allowedOrigins;
+  assert.deepEqual(accepted, [
+    "https://app.example.com",
+    "http://localhost:5173",
+    "http://[::1]:3000",
+  ]);
+});
+
 Deno.test("APP_ENV unset or blank: a function runs as production, the local server as development", () => {
   const { APP_ENV: _, ...unnamed } = productionEnv();
   for (const blank of [{}, { APP_ENV: "" }, { APP_ENV: "  " }]) {

@@ -83,16 +83,28 @@ export function parseOrigins(list: string | undefined, problems: string[]): stri
     .filter((origin): origin is string => origin !== null);
 }
 
+/**
+ * Exactly an origin: a scheme and a host (a name, or an IP literal), a port if any, nothing after
+ * it but one slash. The URL parser takes `https://*.example.com` as a host, which no page's origin
+ * ever equals and which sign-in would then put in its messages as their domain; and a path would
+ * be dropped without a word.
+ */
 export function parseOrigin(value: string, name: string, problems: string[]): string | null {
-  try {
-    const url = new URL(value);
-    if (url.protocol !== "https:" && url.protocol !== "http:") throw new TypeError();
+  const url = URL.parse(value);
+  if (
+    url !== null && (url.protocol === "https:" || url.protocol === "http:") &&
+    ORIGIN_HOST.test(url.hostname) && url.username === "" && url.password === "" &&
+    url.pathname === "/" && url.search === "" && url.hash === "" && !value.endsWith("?") &&
+    !value.endsWith("#")
+  ) {
     return url.origin;
-  } catch {
-    problems.push(`${name} must hold http(s) origins like https://app.example.com`);
-    return null;
   }
+  problems.push(`${name} must hold http(s) origins like https://app.example.com`);
+  return null;
 }
+
+/** A DNS name (as the URL parser writes it: lower case, punycode), IPv4, or a bracketed IPv6. */
+const ORIGIN_HOST = /^(?:[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?|\[[0-9a-f:.]+\])$/;
 
 export function parseChainIds(list: string | undefined, problems: string[]): number[] | null {
   if (list === undefined || list === "*") return null;
