@@ -349,6 +349,33 @@ Deno.test({
         },
       );
 
+      await t.step(
+        "a database URL option the driver refuses: the function answers not_configured, not a crash",
+        async () => {
+          // Parsed and accepted by the configuration; postgres.js throws on it at pool creation.
+          const password = randomSecret(12).replace(/[+/=]/g, "");
+          const shape = await startEdgeShape({
+            env: {
+              ...env,
+              DATABASE_URL: `postgres://svc:${password}@db.example.com:6543/vault` +
+                "?target_session_attrs=any",
+            },
+            functions: ["user-secrets"],
+            instancesPerFunction: 1,
+          });
+          try {
+            const answer = await client(shape)("/functions/v1/user-secrets");
+            assert.equal(answer.status, 500);
+            assert.equal((answer.body.error as { code: string }).code, "not_configured");
+            const logs = shape.output();
+            assert.match(logs, /the function could not start: Error/);
+            assert.ok(!logs.includes(password), "the database password reached the logs");
+          } finally {
+            await shape.stop();
+          }
+        },
+      );
+
       await t.step("the instances' logs hold no secret value, token or key", () => {
         const logs = edge.output();
         for (const secret of [...secretValues, serverRevealToken, env.JWT_SECRET, publishableKey]) {

@@ -24,9 +24,18 @@ export function bootFunction(create: (context: ServiceContext) => Handler): Hand
     const context = createServiceContext(config, db, consoleLogger);
     return serve(create(context), { allowedOrigins: config.allowedOrigins }, consoleLogger);
   } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    console.error(error.message);
+    // A ConfigError names the settings; anything else (a database URL option the driver refuses,
+    // say) is named by its kind alone, since a driver's message may quote the URL.
+    console.error(
+      error instanceof ConfigError
+        ? error.message
+        : `the function could not start: ${errorKind(error)} while opening the database or context`,
+    );
     const refusal = new ServiceError("not_configured", "The service is not configured.");
     return () => Promise.resolve(errorResponse(refusal));
   }
+}
+
+function errorKind(error: unknown): string {
+  return error instanceof Error ? error.name : typeof error;
 }
