@@ -707,6 +707,12 @@ describeWithDatabase("wallet sign-in", {
     const laptop = await signIn(app, phone.account);
     const lost = await signIn(app, phone.account);
     const stranger = await signIn(app);
+    // A session that already ended by expiry keeps that as its end: logout does not rewrite it.
+    const lapsed = await signIn(app, phone.account);
+    await app.database.db.query(
+      "update public.auth_sessions set expires_at = now() - interval '1 minute' where id = $1",
+      [decodeJwt(lapsed.accessToken).session_id],
+    );
     const response = await post(
       app.fetch,
       "/api/auth/logout",
@@ -725,10 +731,15 @@ describeWithDatabase("wallet sign-in", {
     }
     const [{ live }] = await app.database.db.query<{ live: number }>(
       `select count(*)::int as live from public.auth_sessions
-        where user_id = $1 and revoked_at is null`,
+        where user_id = $1 and revoked_at is null and expires_at > now()`,
       [phone.userId],
     );
     assert.equal(live, 0);
+    const [lapsedRow] = await app.database.db.query<{ revoked_reason: string | null }>(
+      "select revoked_reason from public.auth_sessions where id = $1",
+      [decodeJwt(lapsed.accessToken).session_id],
+    );
+    assert.equal(lapsedRow.revoked_reason, null);
     // Another creator is untouched: its token works and its refresh token still rotates.
     await ok(secrets(app.fetch, stranger.accessToken));
     await ok(post(app.fetch, "/api/auth/refresh", { refresh_token: stranger.refreshToken }));

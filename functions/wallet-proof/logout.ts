@@ -23,11 +23,11 @@ export function logoutRoute({ db, sessions, config }: LogoutDeps): Handler {
     const { scope = "local" } = parseRequest(logoutRequest, await readOptionalJson(request));
     // "global" (Supabase Auth's signOut scope): every live session of this creator, e.g. after
     // losing a device. Only a live session of the creator can ask, so one creator never ends
-    // another's sessions.
+    // another's sessions. One that already expired keeps expiry as its end.
     await db.query(
       scope === "global"
         ? `update public.auth_sessions set revoked_at = now(), revoked_reason = 'logout'
-            where user_id = $1 and revoked_at is null`
+            where user_id = $1 and revoked_at is null and expires_at > now()`
         : `update public.auth_sessions set revoked_at = now(), revoked_reason = 'logout'
             where id = $1 and revoked_at is null`,
       [scope === "global" ? session.userId : session.sessionId],
