@@ -6,9 +6,11 @@
  *   ENCRYPTION_KEYS=k2:<new base64>,k1:<old base64> DATABASE_URL=postgres://… deno task vault:rotate
  *
  * Options: --batch-size=N (default 100), --json (print the report as JSON).
- * Exit status: 0 when every row is under the active key, 1 when some rows could not be rotated or
- * were written under an older key while it ran (some process still has the old keyring), or when
- * rows under the active key id do not open with it (nothing is rotated then), 2 when interrupted.
+ * Exit status (ROTATION_EXIT): 0 when every row is under the active key; 1 when it could not run
+ * (a bad option, the configuration or database refused, or rows under the active key id that do
+ * not open with it: nothing is rotated then); 2 when interrupted; 3 when it ran but rows are left
+ * under older keys (skipped as unreadable, or written under an older key while it ran: some
+ * process still has the old keyring), so a script can tell "fix and run again" from "refused".
  */
 import { parseArgs } from "node:util";
 import { parseStorageConfig } from "../functions/_shared/config/config.ts";
@@ -16,7 +18,7 @@ import { openDatabase } from "../server/database.ts";
 import { importKeyring } from "../functions/_shared/vault/vault-crypto.ts";
 import { lockDataDir, secureDataDir } from "../server/data-dir.ts";
 import { exists, localEnv, parseOrExit, stepOrExit } from "../server/local-settings.ts";
-import { DEFAULT_BATCH_SIZE, rotateKeys } from "./lib/key-rotation.ts";
+import { DEFAULT_BATCH_SIZE, rotateKeys, ROTATION_EXIT } from "./lib/key-rotation.ts";
 
 const { values: args } = parseArgs({
   args: Deno.args,
@@ -28,7 +30,7 @@ const { values: args } = parseArgs({
 const batchSize = Number(args["batch-size"]);
 if (!Number.isSafeInteger(batchSize) || batchSize < 1) {
   console.error("--batch-size must be a positive integer");
-  Deno.exit(1);
+  Deno.exit(ROTATION_EXIT.refused);
 }
 
 // The local server's generated keys, when they exist; this command never creates keys.
@@ -39,7 +41,7 @@ if (config.database.engine === "pglite") {
   const { dataDir } = config.database;
   if (dataDir === null || !(await exists(dataDir))) {
     console.error(`no local database at ${dataDir}: nothing to rotate`);
-    Deno.exit(1);
+    Deno.exit(ROTATION_EXIT.refused);
   }
   console.error(`rotating the embedded database in ${dataDir}`);
   // The same privacy as the server gives it (PGlite writes its files 0666).
@@ -56,7 +58,7 @@ const onInterrupt = () => {
 };
 Deno.addSignalListener("SIGINT", onInterrupt);
 
-let exitCode = 0;
+let exitCode: number = ROTATION_EXIT.done;
 try {
   const report = await rotateKeys(db, keyring, {
     batchSize,
@@ -98,9 +100,13 @@ try {
     }
     if (report.interrupted) console.log("interrupted: run the command again to continue");
   }
-  const failed = report.activeKeyMismatch !== null ||
-    report.problems.length + report.remaining > 0;
-  exitCode = report.interrupted ? 2 : failed ? 1 : 0;
+  exitCode = report.interrupted
+    ? ROTATION_EXIT.interrupted
+    : report.activeKeyMismatch !== null
+    ? ROTATION_EXIT.refused
+    : report.problems.length + report.remaining > 0
+    ? ROTATION_EXIT.rowsLeft
+    : ROTATION_EXIT.done;
 } finally {
   Deno.removeSignalListener("SIGINT", onInterrupt);
   await db.close();

@@ -1,7 +1,8 @@
 /**
  * `deno task vault:rotate` as an operator runs it: a separate process, configured only by its
  * environment, against a database that holds rows under an older key. It rotates them in batches,
- * reports the counts and exits 0; afterwards every value opens under the new key alone.
+ * reports the counts and exits 0; afterwards every value opens under the new key alone. Its exit
+ * status tells "rows left to fix" (3) from "refused" (1).
  */
 import assert from "node:assert/strict";
 import type { Database } from "../functions/_shared/db/db.ts";
@@ -205,6 +206,42 @@ for (const engine of testEngines()) {
           "select ciphertext from public.user_secrets order by secret_type",
         );
         assert.deepEqual(after, before, "a row was rewritten");
+      } finally {
+        await database.close();
+      }
+    },
+  });
+}
+
+for (const engine of testEngines()) {
+  Deno.test({
+    name:
+      `vault:rotate exits 3 when rows are left under an older key it cannot open, having rotated the rest [${engine}]`,
+    sanitizeOps: false,
+    sanitizeResources: false,
+    async fn() {
+      const database = await commandDatabase(engine);
+      try {
+        // One row under k1, which rotates, and one under k0, which is not in the keyring.
+        const k0 = newKey("k0");
+        const k1 = newKey("k1");
+        const k2 = newKey("k2");
+        const id = await addCreator(database.db, `0x${"8".repeat(40)}`);
+        await storeSealed(database.db, [k1], id, TYPES[0], `sk-${crypto.randomUUID()}`);
+        await storeSealed(database.db, [k0], id, TYPES[1], `sk-${crypto.randomUUID()}`);
+        await database.release();
+
+        const { code, printed } = await runRotate({
+          ENCRYPTION_KEYS: keyringVar([k2, k1]),
+          ...database.env,
+        });
+        assert.equal(code, 3, printed);
+        assert.match(
+          printed,
+          /^rotated 1 of 2 rows under older keys in 1 batch\(es\); 1 skipped$/m,
+        );
+        assert.match(printed, new RegExp(`skipped ${TYPES[1]} of user ${id} under key k0`));
+        assert.match(printed, /^rows per key now: k0: 1, k2: 1$/m);
       } finally {
         await database.close();
       }

@@ -18,6 +18,12 @@ import {
 } from "../../functions/_shared/vault/vault-crypto.ts";
 
 export const DEFAULT_BATCH_SIZE = 100;
+
+/**
+ * vault:rotate's exit status. `refused` is also what parseOrExit and stepOrExit exit with: the
+ * configuration or database refused before anything ran.
+ */
+export const ROTATION_EXIT = { done: 0, refused: 1, interrupted: 2, rowsLeft: 3 } as const;
 /** Enough for the stragglers of a deploy; more would chase a writer that was never updated. */
 export const MAX_PASSES = 3;
 
