@@ -149,10 +149,14 @@ export function createVaultClient(options: VaultClientOptions): VaultClient {
     refreshing ??= withLock(async () => {
       const current = await readSession();
       if (current === null) throw notSignedIn();
+      // Another creator signed in meanwhile (another tab): the call that asked was made for
+      // `stale`'s creator, and must not go on as this one (a key saved into the wrong vault).
+      if (current.user.id !== stale.user.id) throw sessionChanged();
       if (current.refreshToken !== stale.refreshToken && !needsRefresh(current)) return current;
       // One key for every try of this token's refresh, stored with it first: a later try (both
       // answers lost, say), from this tab or another, is then a retry, not a copy of the token.
       const pending = await sessions.withRetryKey(current);
+      if (pending === null) throw sessionChanged();
       const body = { refresh_token: pending.refreshToken, retry_key: pending.retryKey };
       const rotate = () => call("POST", "/auth/refresh", { body });
       try {
@@ -164,7 +168,12 @@ export function createVaultClient(options: VaultClientOptions): VaultClient {
             return rotate();
           }),
         );
-        await writeSession(next);
+        // Stored only over the session it replaces: a sign-in or sign-out made meanwhile (signIn
+        // takes no lock) stands, and the successor nobody holds is ended on the service.
+        if (!(await sessions.replace(pending, next))) {
+          call("POST", "/auth/logout", { accessToken: next.accessToken }).catch(() => {});
+          throw sessionChanged();
+        }
         return next;
       } catch (error) {
         if (error instanceof VaultError && SESSION_ENDED.has(error.code)) {
@@ -283,6 +292,14 @@ export function createVaultClient(options: VaultClientOptions): VaultClient {
 
 function notSignedIn(): VaultError {
   return new VaultError("not_signed_in", "Sign in with your wallet first.");
+}
+
+function sessionChanged(): VaultError {
+  return new VaultError(
+    "session_changed",
+    "The session changed while this call waited (a sign-in or sign-out, maybe in another tab); " +
+      "nothing more was sent for it.",
+  );
 }
 
 function walletFailure(error: unknown, step: "connect" | "sign"): VaultError {

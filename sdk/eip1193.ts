@@ -28,18 +28,16 @@ export const USER_REJECTED_REQUEST = 4001;
 export const UNAUTHORIZED = 4100;
 
 export function providerErrorCode(error: unknown): number | null {
-  // Wallets nest the real error differently (ethers wraps it in `error`, some in `data.originalError`).
-  for (
-    const candidate of [
-      error,
-      (error as { error?: unknown } | null)?.error,
-      (error as { data?: { originalError?: unknown } } | null)?.data?.originalError,
-    ]
-  ) {
-    const code = (candidate as { code?: unknown } | null)?.code;
-    if (typeof code === "number") return code;
-  }
-  return null;
+  // Wallets nest the real error differently (ethers wraps it in `error`, some in `data.originalError`),
+  // and some wrap a rejection in a code of their own (MetaMask: -32603 around a 4001): a rejection
+  // anywhere is the answer, else the outermost code.
+  const codes = [
+    error,
+    (error as { error?: unknown } | null)?.error,
+    (error as { data?: { originalError?: unknown } } | null)?.data?.originalError,
+  ].map((candidate) => (candidate as { code?: unknown } | null)?.code)
+    .filter((code): code is number => typeof code === "number");
+  return codes.includes(USER_REJECTED_REQUEST) ? USER_REJECTED_REQUEST : codes[0] ?? null;
 }
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
@@ -56,7 +54,17 @@ export async function requestAccount(provider: Eip1193Provider): Promise<`0x${st
 
 export async function requestChainId(provider: Eip1193Provider): Promise<number> {
   const chainId = await provider.request({ method: "eth_chainId" });
-  const parsed = typeof chainId === "string" ? Number.parseInt(chainId, 16) : Number(chainId);
+  // EIP-1193 says 0x-hex; a few providers answer a decimal string or a number. Anything else
+  // (trailing garbage, a decimal read as hex) would name another chain.
+  const parsed = typeof chainId === "number"
+    ? chainId
+    : typeof chainId !== "string"
+    ? NaN
+    : /^0x[0-9a-f]+$/i.test(chainId)
+    ? Number.parseInt(chainId, 16)
+    : /^[0-9]+$/.test(chainId)
+    ? Number(chainId)
+    : NaN;
   if (!Number.isSafeInteger(parsed) || parsed < 1) {
     throw new TypeError("The wallet returned no chain id.");
   }

@@ -23,6 +23,11 @@ export type ClientErrorCode =
   | "message_mismatch"
   /** An operation that needs a session was called without one. */
   | "not_signed_in"
+  /**
+   * A call's session was replaced while it waited for a refresh (another creator signed in, or
+   * the creator signed out, maybe in another tab): it was not sent again for anyone.
+   */
+  | "session_changed"
   // Both clients
   /** No complete answer within timeoutMs (the service may just be slow): only a refresh retries. */
   | "timeout"

@@ -40,9 +40,15 @@ export async function requestJson(
     );
   }
   let response: Response;
+  // Raced with the deadline as well as given it: a caller's fetch that rebuilds `init` drops the
+  // signal, and a call must still give up (a refresh holds the cross-tab lock until it does).
+  // (async: a fetch that throws rather than rejecting is a network_error too)
+  const answer = (async () => await fetchFn(url, { ...init, redirect: "manual", signal }))();
   try {
-    response = await fetchFn(url, { ...init, redirect: "manual", signal });
+    response = await beforeDeadline(answer, signal);
   } catch (error) {
+    // An answer that comes after the deadline is not read: its body is let go.
+    if (signal.aborted) answer.then((late) => late.body?.cancel(), () => {}).catch(() => {});
     throw failure(error);
   }
   if (response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400)) {
@@ -52,7 +58,7 @@ export async function requestJson(
   if (response.status === 204) return undefined;
   let text: string;
   try {
-    text = await response.text();
+    text = await beforeDeadline(response.text(), signal);
   } catch (error) {
     if (signal.aborted) throw failure(error);
     throw new VaultError(
@@ -76,6 +82,19 @@ export async function requestJson(
     `The vault at ${url} answered ${response.status} without the service's JSON body.`,
     { status: response.status },
   );
+}
+
+/** `work`, or the signal's reason as soon as it aborts, whichever comes first. */
+function beforeDeadline<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    work.catch(() => {});
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }
 
 function redirectRefused(url: string, response: Response): VaultError {
@@ -111,6 +130,13 @@ export type ServiceCall = <T>(
 export function createServiceCall(options: ServiceCallOptions): ServiceCall {
   // A refresh is tried twice at most: both tries must fit the service's two-minute retry grace.
   const timeoutMs = checkedTimeout(options.timeoutMs, "createVaultClient", 60_000);
+  // A key a header cannot carry is a configuration mistake, said once here: at call time it would
+  // read as a bad session token and sign the creator out.
+  if (options.apiKey !== undefined && !HEADER_SAFE_VALUE.test(options.apiKey)) {
+    throw new TypeError(
+      "createVaultClient: apiKey must be printable ASCII without spaces or line breaks.",
+    );
+  }
   // Looked up per call, so a fetch installed after the client was made is still used.
   const fetchFn: typeof fetch = options.fetch ?? ((input, init) => fetch(input, init));
   return async function call<T>(
@@ -131,6 +157,9 @@ export function createServiceCall(options: ServiceCallOptions): ServiceCall {
     }, timeoutMs) as T;
   };
 }
+
+/** What a project's public key is made of (Supabase's anon JWTs and sb_publishable_ keys). */
+const HEADER_SAFE_VALUE = /^[\x21-\x7e]*$/;
 
 /** A client's timeoutMs option: the default when absent, else a positive number up to `max`. */
 export function checkedTimeout(

@@ -73,8 +73,18 @@ export interface SessionStore {
   forget(ended: VaultSession): Promise<void>;
   /** Told of every change, this client's and, through the storage event, other tabs'. */
   onChange(listener: SessionListener): () => void;
-  /** `session` with the retry key of its token's refresh: made and stored first if it has none. */
-  withRetryKey(session: VaultSession): Promise<VaultSession & { readonly retryKey: string }>;
+  /**
+   * Stores `next` in place of `expected` only if `expected` is still the stored session (the same
+   * refresh token): false, storing nothing, when another tab or call signed in, out or refreshed.
+   */
+  replace(expected: VaultSession, next: VaultSession): Promise<boolean>;
+  /**
+   * `session` with the retry key of its token's refresh: made and stored first if it has none;
+   * null when `session` is no longer the stored one.
+   */
+  withRetryKey(
+    session: VaultSession,
+  ): Promise<(VaultSession & { readonly retryKey: string }) | null>;
 }
 
 export function createSessionStore(storage: VaultStorage, key: string): SessionStore {
@@ -108,18 +118,24 @@ export function createSessionStore(storage: VaultStorage, key: string): SessionS
     Pick<EventTarget, "addEventListener" | "removeEventListener">
   >;
 
+  const replace = async (expected: VaultSession, next: VaultSession | null) => {
+    const current = await read();
+    if (current === null || current.refreshToken !== expected.refreshToken) return false;
+    await write(next);
+    return true;
+  };
+
   return {
     read,
     write,
     async forget(ended) {
-      const current = await read();
-      if (current !== null && current.refreshToken === ended.refreshToken) await write(null);
+      await replace(ended, null);
     },
+    replace,
     async withRetryKey(session) {
       if (session.retryKey !== undefined) return { ...session, retryKey: session.retryKey };
       const keyed = { ...session, retryKey: newRetryKey() };
-      await write(keyed);
-      return keyed;
+      return await replace(session, keyed) ? keyed : null;
     },
     onChange(listener) {
       if (listeners.size === 0) events.addEventListener?.("storage", fromOtherTabs);

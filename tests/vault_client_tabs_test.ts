@@ -167,3 +167,107 @@ Deno.test("another tab's sign-in and sign-out reach this tab's listeners, and on
   storageEvent(KEY, JSON.stringify(session("v")));
   assert.equal(seen.length, 5, "a listener that stopped hears nothing more");
 });
+
+/** A refresh answer for creator `name`, as the service gives it. */
+function refreshed(name: string): Response {
+  return Response.json({
+    access_token: `access-${name}2`,
+    refresh_token: `refresh-${name}2`,
+    expires_in: 3600,
+    user: { id: `user-${name}`, wallet_address: `0x${name.padEnd(40, "0")}` },
+  });
+}
+
+Deno.test("a refresh does not carry a call over to another creator who signed in meanwhile", async () => {
+  const storage = await storageWith(session("a"));
+  const sent: string[] = [];
+  const tab = createVaultClient({
+    baseUrl: "http://127.0.0.1:54321/api",
+    storage,
+    storageKey: KEY,
+    fetch: async (input, init) => {
+      const path = new URL(String(input)).pathname;
+      sent.push(`${init?.method} ${path} ${new Headers(init?.headers).get("authorization")}`);
+      if (path === "/api/secrets") {
+        // Another tab signs in as creator b while this PUT, made for a, is answered "expired".
+        await storage.setItem(KEY, JSON.stringify(session("b")));
+        return Response.json(
+          { error: { code: "token_expired", message: "The session token has expired." } },
+          { status: 401 },
+        );
+      }
+      return refreshed("b");
+    },
+  });
+  const error = await rejects(tab.saveSecret("provider_b_key", "sk-typed-for-a"));
+  assert.equal(error.code, "session_changed");
+  // Sent once, for a; never again with b's token, and nothing refreshed on b's behalf.
+  assert.deepEqual(sent, ["PUT /api/secrets Bearer access-a"]);
+  assert.equal((await tab.getSession())?.refreshToken, "refresh-b");
+});
+
+Deno.test("a refresh answered after a sign-in elsewhere leaves that sign-in stored, and signs its own successor out", async () => {
+  const storage = await storageWith(session("a", Math.floor(Date.now() / 1000))); // due
+  const release = Promise.withResolvers<void>();
+  const reached = Promise.withResolvers<void>();
+  const logouts: (string | null)[] = [];
+  const tab = createVaultClient({
+    baseUrl: "http://127.0.0.1:54321/api",
+    storage,
+    storageKey: KEY,
+    fetch: async (input, init) => {
+      const path = new URL(String(input)).pathname;
+      if (path === "/api/auth/logout") {
+        logouts.push(new Headers(init?.headers).get("authorization"));
+        return new Response(null, { status: 204 });
+      }
+      reached.resolve();
+      await release.promise; // a slow network
+      return refreshed("a");
+    },
+  });
+  const listing = rejects(tab.listSecrets());
+  await reached.promise;
+  await storage.setItem(KEY, JSON.stringify(session("b"))); // another tab signs in as b
+  release.resolve();
+  assert.equal((await listing).code, "session_changed");
+  assert.equal((await tab.getSession())?.user.id, "user-b");
+  await settlesWithin(
+    (async () => {
+      while (logouts.length === 0) await new Promise((r) => setTimeout(r, 5));
+    })(),
+    5_000,
+    "the orphaned successor's logout",
+  );
+  assert.deepEqual(logouts, ["Bearer access-a2"]);
+});
+
+Deno.test("a custom fetch that drops the signal still gives up at timeoutMs", async () => {
+  const never = Promise.withResolvers<Response>();
+  const client = createVaultClient({
+    baseUrl: "http://127.0.0.1:54321/api",
+    storage: await storageWith(session("a")),
+    storageKey: KEY,
+    timeoutMs: 200,
+    // Rebuilds init to add a header, as an app's wrapper might, and so loses the signal.
+    fetch: (_input, init) => {
+      void { ...init, signal: undefined };
+      return never.promise;
+    },
+  });
+  try {
+    const error = await settlesWithin(rejects(client.listSecrets()), 5_000, "listSecrets");
+    assert.equal(error.code, "timeout");
+  } finally {
+    never.resolve(new Response(null, { status: 503 }));
+  }
+});
+
+Deno.test("an apiKey a header cannot carry is refused when the client is made, not read as a bad session", () => {
+  for (const apiKey of ["sb_publishable_x\n", "key with space", "sb_publishable_’"]) {
+    assert.throws(
+      () => createVaultClient({ baseUrl: "http://127.0.0.1:54321/api", apiKey }),
+      (error: Error) => error instanceof TypeError && /apiKey/.test(error.message),
+    );
+  }
+});
