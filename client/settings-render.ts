@@ -236,6 +236,9 @@ export function describeError(error: unknown): string {
       case "invalid_refresh_token":
       case "refresh_token_reused":
         return "Your session has ended. Connect your wallet to sign in again.";
+      case "session_changed":
+        return "The wallet signed in here changed (in this tab or another) before this finished; " +
+          "nothing was saved. Check which wallet is connected and try again.";
       case "chain_not_allowed":
         return "Sign-in from this network is not accepted. Switch networks in your wallet and try again.";
       default:
