@@ -1,6 +1,7 @@
 import postgres from "postgres";
 import { CONNECTION_LOST_CODES } from "./unavailable.ts";
 import type { Database, DatabaseSettings, Queryable, Row, Statement } from "./db.ts";
+import { createWarmConnections } from "./warm-connections.ts";
 
 type PostgresSettings = Extract<DatabaseSettings, { engine: "postgres" }>;
 
@@ -68,11 +69,13 @@ export function openPostgres(settings: PostgresSettings): Database {
 
   let sql = connect();
   let closed = false;
+  const warm = createWarmConnections();
   const retiring = new Set<Promise<void>>();
   /** Swaps in a fresh pool once per lost one; the old pool finishes what is in flight, then ends. */
   const replace = (failed: postgres.Sql) => {
     if (closed || failed !== sql) return;
     sql = connect();
+    warm.releaseAll(); // the old pool's kept connections, so that it can end
     const ending = failed.end({ timeout: Math.ceil(timeoutMs / 1000) }).catch(() => {});
     retiring.add(ending);
     ending.finally(() => retiring.delete(ending));
@@ -125,7 +128,7 @@ export function openPostgres(settings: PostgresSettings): Database {
     let expired = false;
     const isExpired = () => expired;
     const run = async () => {
-      const reserved = await pool.reserve();
+      const reserved = await warm.reserve(pool);
       // A connection that died is taken back by the driver when it closes; releasing it as well
       // would hand a dead connection to the next query.
       let gone = false;
@@ -136,7 +139,7 @@ export function openPostgres(settings: PostgresSettings): Database {
         if (connectionLost(error, true)) gone = true;
         throw error;
       } finally {
-        if (!gone) reserved.release();
+        if (!gone) warm.release(pool, reserved);
       }
     };
     try {
@@ -158,14 +161,18 @@ export function openPostgres(settings: PostgresSettings): Database {
           .execute()
       );
       const commit = reserved.unsafe("commit").execute();
-      const [began, timed, ...outcomes] = await Promise.allSettled([begin, timeout, ...pending]);
-      const committed = await commit.then(() => null, (error: unknown) => ({ error }));
-      for (const outcome of [began, timed, ...outcomes]) {
-        if (outcome.status === "rejected" && connectionLost(outcome.reason, true)) {
-          throw outcome.reason;
-        }
-      }
-      if (committed !== null) throw committed.error;
+      // A lost connection throws at once: a statement the driver queued behind one waiting for its
+      // Describe (the first run of a prepared statement on this connection) is never answered when
+      // the connection dies, and waiting for it held the request to its deadline.
+      const [began, timed, ...rest] = await allSettledUnlessLost([
+        begin,
+        timeout,
+        ...pending,
+        commit,
+      ]);
+      const committed = rest.pop()!;
+      const outcomes = rest;
+      if (committed.status === "rejected") throw committed.reason;
       // Without BEGIN the statements would have run on their own; that cannot be reported
       // as a batch.
       if (began.status === "rejected") throw began.reason;
@@ -211,6 +218,7 @@ export function openPostgres(settings: PostgresSettings): Database {
     async close() {
       closed = true;
       writeRaceResets.delete(resetAfterWriteRace);
+      warm.releaseAll();
       await Promise.all([sql.end({ timeout: 5 }), ...retiring]);
     },
   };
@@ -221,6 +229,20 @@ function connectionLost(error: unknown, destroyed = false): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === "string" &&
     (CONNECTION_LOST.has(code) || (destroyed && code === "CONNECTION_DESTROYED"));
+}
+
+/** Promise.allSettled, except that a lost connection rejects at once, with its error. */
+function allSettledUnlessLost<T>(
+  promises: readonly Promise<T>[],
+): Promise<PromiseSettledResult<T>[]> {
+  return new Promise((resolve, reject) => {
+    for (const promise of promises) {
+      promise.catch((error: unknown) => {
+        if (connectionLost(error, true)) reject(error);
+      });
+    }
+    Promise.allSettled(promises).then(resolve);
+  });
 }
 
 /** Settles like `operation`, or rejects with DatabaseDeadlineError after `ms`. */

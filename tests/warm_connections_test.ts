@@ -1,0 +1,107 @@
+/**
+ * Connections handed out warmest first (functions/_shared/db/warm-connections.ts): the one
+ * released last goes to the next request, one kept too long or wanted by a request waiting in the
+ * driver goes back to it. With fakes for the rules, and on a real PostgreSQL for what it is for:
+ * after a burst opened several connections, requests one at a time are answered by one server
+ * process, not by each in turn.
+ */
+import assert from "node:assert/strict";
+import type postgres from "postgres";
+import { createWarmConnections } from "../functions/_shared/db/warm-connections.ts";
+import { openDatabase } from "../server/database.ts";
+import { createFreshPostgres } from "./support/fresh-postgres.ts";
+
+/** A driver pool of named connections; records what went back to it. */
+function fakePool(names: string[]) {
+  const returned: string[] = [];
+  let pending: ((reserved: postgres.ReservedSql) => void) | null = null;
+  const connection = (name: string) =>
+    ({ name, release: () => returned.push(name) }) as unknown as postgres.ReservedSql;
+  const pool = {
+    reserve: () =>
+      names.length > 0
+        ? Promise.resolve(connection(names.shift()!))
+        : new Promise<postgres.ReservedSql>((resolve) => pending = resolve),
+  } as unknown as postgres.Sql;
+  return { pool, returned, handOver: (name: string) => pending?.(connection(name)) };
+}
+
+const nameOf = (reserved: postgres.ReservedSql) => (reserved as unknown as { name: string }).name;
+
+Deno.test("the connection released last is handed out first", async () => {
+  const { pool, returned } = fakePool(["a", "b", "c"]);
+  const warm = createWarmConnections({ parkedMs: 60_000 });
+  const [a, b, c] = [await warm.reserve(pool), await warm.reserve(pool), await warm.reserve(pool)];
+  warm.release(pool, a);
+  warm.release(pool, c);
+  warm.release(pool, b);
+  assert.deepEqual(
+    [nameOf(await warm.reserve(pool)), nameOf(await warm.reserve(pool))],
+    ["b", "c"],
+  );
+  assert.deepEqual(returned, []);
+  warm.releaseAll();
+  assert.deepEqual(returned, ["a"]);
+});
+
+Deno.test("a connection goes back to the driver when a request waits there, or once kept too long", async () => {
+  const { pool, returned, handOver } = fakePool(["a"]);
+  let clock = 0;
+  const warm = createWarmConnections({ parkedMs: 20, now: () => clock });
+  const a = await warm.reserve(pool);
+  const waiting = warm.reserve(pool); // the driver has nothing free: it waits there
+  warm.release(pool, a);
+  assert.deepEqual(returned, ["a"], "released to the driver, for the request waiting in it");
+  handOver("a");
+  const again = await waiting;
+  warm.release(pool, again);
+  assert.deepEqual(returned, ["a"], "kept: no one waits");
+  clock = 25;
+  await new Promise((resolve) => setTimeout(resolve, 60));
+  assert.deepEqual(returned, ["a", "a"], "given back once kept longer than parkedMs");
+});
+
+Deno.test("a replaced pool's kept connections are never handed out for the new pool", async () => {
+  const old = fakePool(["old"]);
+  const fresh = fakePool(["new"]);
+  const warm = createWarmConnections({ parkedMs: 60_000 });
+  warm.release(old.pool, await warm.reserve(old.pool));
+  assert.equal(nameOf(await warm.reserve(fresh.pool)), "new");
+  warm.releaseAll();
+  assert.deepEqual(old.returned, ["old"]);
+});
+
+const adminUrl = Deno.env.get("DATABASE_URL");
+Deno.test({
+  name: "after a burst opened four connections, requests one at a time reach one server process",
+  ignore: !adminUrl,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const fresh = await createFreshPostgres(adminUrl!, {
+      namePrefix: "wallet_vault_warm_",
+      maxConnections: 1,
+      queryTimeoutMs: 30_000,
+    });
+    const db = await openDatabase({
+      engine: "postgres",
+      url: fresh.url,
+      maxConnections: 4,
+      prepare: true,
+      queryTimeoutMs: 30_000,
+    });
+    try {
+      const pid = "select pg_backend_pid() as pid";
+      const burst = await Promise.all(
+        Array.from({ length: 8 }, () => db.query<{ pid: number }>(`${pid}, pg_sleep(0.05)`)),
+      );
+      assert.equal(new Set(burst.map(([row]) => row.pid)).size, 4, "the burst used all four");
+      const oneAtATime = new Set<number>();
+      for (let i = 0; i < 20; i++) oneAtATime.add((await db.query<{ pid: number }>(pid))[0].pid);
+      assert.equal(oneAtATime.size, 1, `answered by ${oneAtATime.size} server processes`);
+    } finally {
+      await db.close();
+      await fresh.drop();
+    }
+  },
+});
