@@ -26,15 +26,16 @@ export interface Target {
 // Causes are written after a run, from what that run, deno task bench:profile (in-process, µs per
 // call), bench:schedule (ratios at 1 by measuring schedule) and pgbench (server time per statement)
 // measured; a target the latest run missed without one is reported as such. The ratios printed
-// beside them are the latest run's (c2bac46, an AMD EPYC VM, 2026-11-25); the figures the causes
+// beside them are the latest run's (0322915, an Intel Xeon VM, 2026-11-25); the figures the causes
 // cite name the run or VM they were measured on.
-const SLOW_VM =
-  "These AMD VMs spend about twice the server CPU of the Intel run of 2b78a31 on the same GET code (in the run of 5d0fc3b, the bare read's floor without the guard 320 us a request against 139 us, GET 607 us against 234 us), and their figures spread widely from run to run. In the run of c2bac46 the floors ran faster than in that of 5d0fc3b (the guarded read floor's p50 at 1: 0.46 ms against 0.78 ms) while GET moved less (1.20 ms against 1.42 ms), so its ratio at 1 rose from 1.82x to 2.69x on unchanged GET code; the server's CPU per GET was 442 us against the floor's 284 us (1.56x), so most of the gap at 1 is time waiting, not CPU, and this bench does not yet say where.";
+const THIS_RUN =
+  "In the run of 0322915 the connection a request gets is the one released last (docs/performance.md, What the numbers led to), which took PUT from 1.63x (1709c4f, the same VM) to within its target and reveal from 1.92x to 1.72x; GET moved least (1.67x both times).";
 const GUARDED =
   "Since 2026-11-25 the local floors go through the same connection guard as the route (docs/performance.md, Yardstick changes), so the guard is no longer part of the gap; the ratio against the floor without it is printed beside.";
-/** bench:schedule of 99f8d22 (bench/results/schedule-postgres.json; docs/performance.md). */
-const SCHEDULE =
-  "How long the floor runs uninterrupted moves this ratio most: bench:schedule of 99f8d22 (floors without the guard), the same code with route and floor taking turns in blocks of B requests (the bench's blocks are about 1,000)";
+/** bench:schedule of 0322915 (bench/results/schedule-postgres.json; docs/performance.md). */
+const SCHEDULE_RUN =
+  "bench:schedule of 0322915, the same code with route and floor taking turns in blocks of B requests (the bench's blocks are about 1,000)";
+const SCHEDULE = `How long the floor runs uninterrupted moves this ratio: ${SCHEDULE_RUN}`;
 
 export const TARGETS: readonly Target[] = [
   { route: "wallet-proof", label: "POST /api/auth/wallet-proof", at1: 2, loaded: 3 },
@@ -46,7 +47,7 @@ export const TARGETS: readonly Target[] = [
     causes: {
       postgres: {
         at1:
-          `The floor reads the creator's rows with nothing around the read. GET verifies the bearer token and makes one call of public.list_user_secrets, which checks the session, switches to the creator's role and claims and reads under row-level security, whose policy checks the session again (the database's own guarantee that no ended session reads a row): pgbench, server time, ~100 us against the bare read's ~55 us; bench:profile 215 us against 128 us; in one process over HTTP, 645 us against the floor's 434 us (1.49x: the check, the role switch, the handler, the /api routing and the edge wrapper; all on the VM of d38bf79's run). ${GUARDED} ${SLOW_VM} ${SCHEDULE}, measured GET at 1.34x and 1.41x its floor request by request and 2.03x and 2.19x in blocks of 1,000. Deployed it meets the target.`,
+          `The floor reads the creator's rows with nothing around the read. GET verifies the bearer token and makes one call of public.list_user_secrets, which checks the session, switches to the creator's role and claims and reads under row-level security, whose policy checks the session again (the database's own guarantee that no ended session reads a row): pgbench, server time, ~100 us against the bare read's ~55 us (the VM of d38bf79's run). bench:profile of 0322915 (bench/results/profile.json): the call 202 us against the bare read's 139 us; the function in process 270 us (the handler, JSON and the error boundary around the call); over HTTP in one process 477 us against the floor's 320 us (1.49x). At concurrency 8 the server spent 270 us of CPU per GET against the floor's 156 us. ${GUARDED} ${THIS_RUN} ${SCHEDULE}, measured GET at 1.41x and 1.39x its floor request by request and 1.43x and 1.55x in blocks of 1,000. Deployed it meets the target.`,
       },
     },
   },
@@ -58,7 +59,7 @@ export const TARGETS: readonly Target[] = [
     causes: {
       postgres: {
         at1:
-          `public.put_user_secret does the session check, the per-creator limit's counter (issue 13 item 11), the upsert and the audit trigger's insert in one commit, against the floor's one upsert: pgbench, server time with the commit, ~490-570 us against ~370-440 us; bench:profile 959 us against 788 us; in one process over HTTP, 1430 us against the floor's 1117 us (1.28x: that work, the value checked and encrypted with AES-256-GCM on WebCrypto, the handler and the edge wrapper; all on the VM of d38bf79's run). The commit's WAL flush is most of the floor's own time on these VMs and varies widely. ${GUARDED} ${SLOW_VM} ${SCHEDULE}, measured PUT at 1.28x and 1.32x request by request and 1.84x and 1.71x in blocks of 1,000. Deployed, against its floor through the same pooler, it meets the target.`,
+          `public.put_user_secret does the session check, the per-creator limit's counter (issue 13 item 11), the upsert and the audit trigger's insert in one commit, against the floor's one upsert: pgbench, server time with the commit, ~490-570 us against ~370-440 us; bench:profile 959 us against 788 us; in one process over HTTP, 1430 us against the floor's 1117 us (1.28x: that work, the value checked and encrypted with AES-256-GCM on WebCrypto, the handler and the edge wrapper; all on the VM of d38bf79's run). The commit's WAL flush is most of the floor's own time on these VMs and varies widely. ${GUARDED} ${THIS_RUN} ${SCHEDULE}, measured PUT at 1.24x and 1.28x request by request and 1.32x and 1.30x in blocks of 1,000. Deployed, against its floor through the same pooler, it meets the target.`,
       },
     },
   },
@@ -75,9 +76,13 @@ export const TARGETS: readonly Target[] = [
     causes: {
       postgres: {
         at1:
-          `public.reveal_user_secrets checks the session, counts two limits (per creator and per server token: two counter upserts), reads the seven ciphertexts and inserts seven audit events, each with its foreign-key check, all committed before anything is released, against the floor's read and one insert. In process on the VM of b7eb5f9's run (2026-11-25, median of 1,500 calls): the call 664 us against the floor's 463 us; without the two counters 557 us, and with one audit row instead of seven 483 us, so the counters and the seven rows are nearly all of the database's part. Then seven AES-256-GCM decryptions on WebCrypto (125 us for the seven alone; node:crypto takes ~30 us, but WebCrypto is what keeps the keys non-extractable). A whole in-process reveal took 1,323 us, more than its parts alone: traced within whole requests (a separate run, whose timing wrappers add their own cost), the call took ~1,200 us and the seven decryptions ~365 us. ${GUARDED} ${SLOW_VM} Unlike GET and PUT, it misses whatever the schedule: bench:schedule measured 1.92-2.36x request by request and 2.13-2.15x in blocks of 1,000. Deployed it meets the target.`,
+          `public.reveal_user_secrets checks the session, counts two limits (per creator and per server token: two counter upserts), reads the seven ciphertexts and inserts seven audit events, each with its foreign-key check, all committed before anything is released, against the floor's read and one insert. In process on the VM of b7eb5f9's run (2026-11-25, median of 1,500 calls): the call 664 us against the floor's 463 us; without the two counters 557 us, and with one audit row instead of seven 483 us, so the counters and the seven rows are nearly all of the database's part. Then seven AES-256-GCM decryptions on WebCrypto (125 us for the seven alone; node:crypto takes ~30 us, but WebCrypto is what keeps the keys non-extractable). A whole in-process reveal took 1,323 us, more than its parts alone: traced within whole requests (a separate run, whose timing wrappers add their own cost), the call took ~1,200 us and the seven decryptions ~365 us. In this run, at concurrency 8, the server spent 641 us of CPU per reveal against the audited floor's 232 us. ${GUARDED} ${THIS_RUN} Unlike GET, it misses at nearly every schedule: ${SCHEDULE_RUN}, measured it at 1.52x and 1.54x request by request, 1.49x to 1.59x in blocks of 10 and 100, and 1.68x and 1.70x in blocks of 1,000. Deployed it misses by less (below).`,
         loaded:
           `At concurrency 8 the two cores are shared by the server, Postgres and the load generator, so p50 follows CPU per request: here the server spent 1,516 us of CPU on a reveal (1,415-1,593 over the runs) against the audited floor's 488 us, the seven WebCrypto decryptions among it, and Postgres did the two counters and seven audit rows besides. In the run of b7eb5f9 the floor's own p50 moved most: 4.78, 6.55 and 4.39 ms in runs 1, 2 and 3 against the route's 14.05-15.90 ms, hence 3.20x (2.32-3.32x); against the floor without the guard, 2.70x. Earlier runs measured 2.67x (2b78a31, Intel) and 2.35x (cb0bec2, this VM type). Deployed it meets the target.`,
+      },
+      deployed: {
+        at1:
+          "The same work as on PostgreSQL (two counters, seven audit rows with their foreign-key checks, seven AES-256-GCM decryptions on WebCrypto) against the floor's read and one insert, through the same pooler. In the run of 0322915: 1.41 ms against the floor's 0.94 ms at concurrency 1 (1.52x, 1.50-1.56x over the three runs), and at concurrency 8 the function spent 625 us of CPU per reveal against the floor's 206 us. Earlier runs measured 1.36x (c2bac46, an AMD VM) and 1.57x (1709c4f, this VM). Of the levers left, one audit record per reveal instead of seven (in process, the call went from 557 to 483 us; b7eb5f9's VM) and the two limits' counters in one statement are the team's to choose; decrypting outside WebCrypto would give up non-extractable keys.",
       },
     },
   },
