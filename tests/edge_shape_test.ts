@@ -326,26 +326,33 @@ Deno.test({
         },
       );
 
+      /** The function started with `databaseUrl` answers 500 not_configured; its logs. */
+      const refusedDatabaseUrl = async (databaseUrl: string) => {
+        const shape = await startEdgeShape({
+          env: { ...env, DATABASE_URL: databaseUrl },
+          functions: ["user-secrets"],
+          instancesPerFunction: 1,
+        });
+        try {
+          const answer = await client(shape)("/functions/v1/user-secrets");
+          assert.equal(answer.status, 500);
+          assert.equal((answer.body.error as { code: string }).code, "not_configured");
+          return shape.output();
+        } finally {
+          await shape.stop();
+        }
+      };
+
       await t.step(
         "a database URL that does not parse: the function answers not_configured, its password unlogged",
         async () => {
           // A password with an unencoded #: the URL parser (and the driver) quote such a URL whole.
           const password = `p4ss#${randomSecret(12).replace(/[+/=]/g, "")}`;
-          const shape = await startEdgeShape({
-            env: { ...env, DATABASE_URL: `postgres://svc:${password}@db.example.com:6543/vault` },
-            functions: ["user-secrets"],
-            instancesPerFunction: 1,
-          });
-          try {
-            const answer = await client(shape)("/functions/v1/user-secrets");
-            assert.equal(answer.status, 500);
-            assert.equal((answer.body.error as { code: string }).code, "not_configured");
-            const logs = shape.output();
-            assert.match(logs, /DATABASE_URL is not a valid URL/);
-            assert.ok(!logs.includes(password.slice(5)), "the database password reached the logs");
-          } finally {
-            await shape.stop();
-          }
+          const logs = await refusedDatabaseUrl(
+            `postgres://svc:${password}@db.example.com:6543/vault`,
+          );
+          assert.match(logs, /DATABASE_URL is not a valid URL/);
+          assert.ok(!logs.includes(password.slice(5)), "the database password reached the logs");
         },
       );
 
@@ -354,25 +361,11 @@ Deno.test({
         async () => {
           // Parsed and accepted by the configuration; postgres.js throws on it at pool creation.
           const password = randomSecret(12).replace(/[+/=]/g, "");
-          const shape = await startEdgeShape({
-            env: {
-              ...env,
-              DATABASE_URL: `postgres://svc:${password}@db.example.com:6543/vault` +
-                "?target_session_attrs=any",
-            },
-            functions: ["user-secrets"],
-            instancesPerFunction: 1,
-          });
-          try {
-            const answer = await client(shape)("/functions/v1/user-secrets");
-            assert.equal(answer.status, 500);
-            assert.equal((answer.body.error as { code: string }).code, "not_configured");
-            const logs = shape.output();
-            assert.match(logs, /the function could not start: Error/);
-            assert.ok(!logs.includes(password), "the database password reached the logs");
-          } finally {
-            await shape.stop();
-          }
+          const logs = await refusedDatabaseUrl(
+            `postgres://svc:${password}@db.example.com:6543/vault?target_session_attrs=any`,
+          );
+          assert.match(logs, /the function could not start: Error/);
+          assert.ok(!logs.includes(password), "the database password reached the logs");
         },
       );
 

@@ -178,26 +178,31 @@ function refreshed(name: string): Response {
   });
 }
 
-Deno.test("a refresh does not carry a call over to another creator who signed in meanwhile", async () => {
-  const storage = await storageWith(session("a"));
-  const sent: string[] = [];
-  const tab = createVaultClient({
+/** A tab's client over `storage`, its requests answered by `fetch`. */
+function tabOver(storage: VaultStorage, fetch: typeof globalThis.fetch) {
+  return createVaultClient({
     baseUrl: "http://127.0.0.1:54321/api",
     storage,
     storageKey: KEY,
-    fetch: async (input, init) => {
-      const path = new URL(String(input)).pathname;
-      sent.push(`${init?.method} ${path} ${new Headers(init?.headers).get("authorization")}`);
-      if (path === "/api/secrets") {
-        // Another tab signs in as creator b while this PUT, made for a, is answered "expired".
-        await storage.setItem(KEY, JSON.stringify(session("b")));
-        return Response.json(
-          { error: { code: "token_expired", message: "The session token has expired." } },
-          { status: 401 },
-        );
-      }
-      return refreshed("b");
-    },
+    fetch,
+  });
+}
+
+Deno.test("a refresh does not carry a call over to another creator who signed in meanwhile", async () => {
+  const storage = await storageWith(session("a"));
+  const sent: string[] = [];
+  const tab = tabOver(storage, async (input, init) => {
+    const path = new URL(String(input)).pathname;
+    sent.push(`${init?.method} ${path} ${new Headers(init?.headers).get("authorization")}`);
+    if (path === "/api/secrets") {
+      // Another tab signs in as creator b while this PUT, made for a, is answered "expired".
+      await storage.setItem(KEY, JSON.stringify(session("b")));
+      return Response.json(
+        { error: { code: "token_expired", message: "The session token has expired." } },
+        { status: 401 },
+      );
+    }
+    return refreshed("b");
   });
   const error = await rejects(tab.saveSecret("provider_b_key", "sk-typed-for-a"));
   assert.equal(error.code, "session_changed");
@@ -211,20 +216,15 @@ Deno.test("a refresh answered after a sign-in elsewhere leaves that sign-in stor
   const release = Promise.withResolvers<void>();
   const reached = Promise.withResolvers<void>();
   const logouts: (string | null)[] = [];
-  const tab = createVaultClient({
-    baseUrl: "http://127.0.0.1:54321/api",
-    storage,
-    storageKey: KEY,
-    fetch: async (input, init) => {
-      const path = new URL(String(input)).pathname;
-      if (path === "/api/auth/logout") {
-        logouts.push(new Headers(init?.headers).get("authorization"));
-        return new Response(null, { status: 204 });
-      }
-      reached.resolve();
-      await release.promise; // a slow network
-      return refreshed("a");
-    },
+  const tab = tabOver(storage, async (input, init) => {
+    const path = new URL(String(input)).pathname;
+    if (path === "/api/auth/logout") {
+      logouts.push(new Headers(init?.headers).get("authorization"));
+      return new Response(null, { status: 204 });
+    }
+    reached.resolve();
+    await release.promise; // a slow network
+    return refreshed("a");
   });
   const listing = rejects(tab.listSecrets());
   await reached.promise;
