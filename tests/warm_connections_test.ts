@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import type postgres from "postgres";
-import { createWarmConnections } from "../functions/_shared/db/warm-connections.ts";
+import { createWarmConnections, PARKED_MS } from "../functions/_shared/db/warm-connections.ts";
 import { openDatabase } from "../server/database.ts";
 import { createFreshPostgres } from "./support/fresh-postgres.ts";
 
@@ -27,14 +27,15 @@ function fakePool(names: string[]) {
 }
 
 const nameOf = (reserved: postgres.ReservedSql) => (reserved as unknown as { name: string }).name;
+const live = () => true;
 
 Deno.test("the connection released last is handed out first", async () => {
   const { pool, returned } = fakePool(["a", "b", "c"]);
   const warm = createWarmConnections({ parkedMs: 60_000 });
   const [a, b, c] = [await warm.reserve(pool), await warm.reserve(pool), await warm.reserve(pool)];
-  warm.release(pool, a);
-  warm.release(pool, c);
-  warm.release(pool, b);
+  warm.release(pool, a, live);
+  warm.release(pool, c, live);
+  warm.release(pool, b, live);
   assert.deepEqual(
     [nameOf(await warm.reserve(pool)), nameOf(await warm.reserve(pool))],
     ["b", "c"],
@@ -50,22 +51,35 @@ Deno.test("a connection goes back to the driver when a request waits there, or o
   const warm = createWarmConnections({ parkedMs: 20, now: () => clock });
   const a = await warm.reserve(pool);
   const waiting = warm.reserve(pool); // the driver has nothing free: it waits there
-  warm.release(pool, a);
+  warm.release(pool, a, live);
   assert.deepEqual(returned, ["a"], "released to the driver, for the request waiting in it");
   handOver("a");
   const again = await waiting;
-  warm.release(pool, again);
+  warm.release(pool, again, live);
   assert.deepEqual(returned, ["a"], "kept: no one waits");
   clock = 25;
   await new Promise((resolve) => setTimeout(resolve, 60));
   assert.deepEqual(returned, ["a", "a"], "given back once kept longer than parkedMs");
 });
 
+Deno.test("a kept connection the driver took back (closed) is dropped: not handed out, not released", async () => {
+  const { pool, returned } = fakePool(["a", "b"]);
+  const warm = createWarmConnections({ parkedMs: 60_000 });
+  const [a, b] = [await warm.reserve(pool), await warm.reserve(pool)];
+  let aOpen = true;
+  warm.release(pool, b, live);
+  warm.release(pool, a, () => aOpen);
+  aOpen = false; // the server ended it while kept
+  assert.equal(nameOf(await warm.reserve(pool)), "b");
+  warm.releaseAll();
+  assert.deepEqual(returned, []);
+});
+
 Deno.test("a replaced pool's kept connections are never handed out for the new pool", async () => {
   const old = fakePool(["old"]);
   const fresh = fakePool(["new"]);
   const warm = createWarmConnections({ parkedMs: 60_000 });
-  warm.release(old.pool, await warm.reserve(old.pool));
+  warm.release(old.pool, await warm.reserve(old.pool), live);
   assert.equal(nameOf(await warm.reserve(fresh.pool)), "new");
   warm.releaseAll();
   assert.deepEqual(old.returned, ["old"]);
@@ -99,6 +113,45 @@ Deno.test({
       const oneAtATime = new Set<number>();
       for (let i = 0; i < 20; i++) oneAtATime.add((await db.query<{ pid: number }>(pid))[0].pid);
       assert.equal(oneAtATime.size, 1, `answered by ${oneAtATime.size} server processes`);
+    } finally {
+      await db.close();
+      await fresh.drop();
+    }
+  },
+});
+
+Deno.test({
+  name: "a kept connection the server ended is never handed out: the next request reconnects",
+  ignore: !adminUrl,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const fresh = await createFreshPostgres(adminUrl!, {
+      namePrefix: "wallet_vault_warm_",
+      maxConnections: 1,
+      queryTimeoutMs: 30_000,
+    });
+    // A short deadline: the kept connection handed out dead would hang a request until it.
+    const db = await openDatabase({
+      engine: "postgres",
+      url: fresh.url,
+      maxConnections: 2,
+      prepare: true,
+      queryTimeoutMs: 3_000,
+    });
+    try {
+      const pid = "select pg_backend_pid() as pid";
+      const [{ pid: kept }] = await db.query<{ pid: number }>(pid); // kept now
+      // A restart, a failover or an administrator ends it while it waits for the next request.
+      await fresh.db.query("select pg_terminate_backend($1)", [kept]);
+      await new Promise((resolve) => setTimeout(resolve, 200)); // the close reaches the driver
+      const [{ pid: next }] = await db.query<{ pid: number }>(pid);
+      assert.notEqual(next, kept);
+      // And once more after the give-back time, when the sweep has run over it.
+      const [{ pid: again }] = await db.query<{ pid: number }>(pid);
+      await fresh.db.query("select pg_terminate_backend($1)", [again]);
+      await new Promise((resolve) => setTimeout(resolve, PARKED_MS + 500));
+      await db.query(pid);
     } finally {
       await db.close();
       await fresh.drop();

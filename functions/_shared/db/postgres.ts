@@ -122,6 +122,7 @@ export function openPostgres(settings: PostgresSettings): Database {
       reserved: postgres.ReservedSql,
       isExpired: () => boolean,
       markLost: () => void,
+      begin: () => ReturnType<postgres.ReservedSql["unsafe"]>,
     ) => Promise<T>,
   ): Promise<T> => {
     const pool = sql;
@@ -129,17 +130,28 @@ export function openPostgres(settings: PostgresSettings): Database {
     const isExpired = () => expired;
     const run = async () => {
       const reserved = await warm.reserve(pool);
+      // The driver's connection under `reserved`, seen when BEGIN is sent: while the driver still
+      // has it reserved for us, its `reserved` stays the one it set; a close sets it to null.
+      let alive: (() => boolean) | undefined;
+      const begin = () =>
+        reserved.unsafe("begin", [], {
+          onexecute(connection: { reserved: unknown }) {
+            const mark = connection.reserved;
+            alive = () => connection.reserved === mark && mark != null;
+            return true; // what the driver's own begin() leaves out: keep pipelining
+          },
+        } as postgres.UnsafeQueryOptions).execute();
       // A connection that died is taken back by the driver when it closes; releasing it as well
       // would hand a dead connection to the next query.
       let gone = false;
       try {
         if (expired) throw new DatabaseDeadlineError(timeoutMs);
-        return await use(reserved, isExpired, () => gone = true);
+        return await use(reserved, isExpired, () => gone = true, begin);
       } catch (error) {
         if (connectionLost(error, true)) gone = true;
         throw error;
       } finally {
-        if (!gone) warm.release(pool, reserved);
+        if (!gone) warm.release(pool, reserved, alive);
       }
     };
     try {
@@ -151,10 +163,10 @@ export function openPostgres(settings: PostgresSettings): Database {
   };
 
   const batch = (statements: readonly Statement[]) =>
-    onReservedConnection(async (reserved) => {
+    onReservedConnection(async (reserved, _isExpired, _markLost, begin) => {
       // All executed now, so they leave in one write. A failed statement aborts the
       // transaction: the ones behind it fail, and the COMMIT rolls back.
-      const begin = reserved.unsafe("begin").execute();
+      const sentBegin = begin();
       const timeout = reserved.unsafe(SET_TIMEOUT).execute();
       const pending = statements.map(({ text, params = [] }) =>
         reserved.unsafe(text, params as postgres.ParameterOrJSON<never>[], statementOptions)
@@ -165,7 +177,7 @@ export function openPostgres(settings: PostgresSettings): Database {
       // Describe (the first run of a prepared statement on this connection) is never answered when
       // the connection dies, and waiting for it held the request to its deadline.
       const [began, timed, ...rest] = await allSettledUnlessLost([
-        begin,
+        sentBegin,
         timeout,
         ...pending,
         commit,
@@ -195,13 +207,13 @@ export function openPostgres(settings: PostgresSettings): Database {
     },
     execScript: (script) => on(sql).execScript(script),
     transaction: (work) =>
-      onReservedConnection(async (reserved, isExpired, markLost) => {
+      onReservedConnection(async (reserved, isExpired, markLost, begin) => {
         // BEGIN goes out in the same write as the work's first statements (sql.begin() would wait
         // for BEGIN's answer first).
-        const begin = reserved.unsafe("begin").execute();
+        const began = begin();
         const timeout = reserved.unsafe(SET_TIMEOUT).execute();
         try {
-          const [, , result] = await Promise.all([begin, timeout, work(on(reserved, isExpired))]);
+          const [, , result] = await Promise.all([began, timeout, work(on(reserved, isExpired))]);
           if (isExpired()) throw new DatabaseDeadlineError(timeoutMs);
           await reserved.unsafe("commit");
           return result;

@@ -17,8 +17,13 @@ export const PARKED_MS = 1000;
 export interface WarmConnections {
   /** The connection released last, else one from `pool`. */
   reserve(pool: postgres.Sql): Promise<postgres.ReservedSql>;
-  /** Keeps `reserved` (from `pool`) for the next request, or gives it back to the driver. */
-  release(pool: postgres.Sql, reserved: postgres.ReservedSql): void;
+  /**
+   * Keeps `reserved` (from `pool`) for the next request, or gives it back to the driver. `alive`
+   * says whether the driver still has it reserved: one the server closed meanwhile was taken back
+   * by the driver, and is dropped, never handed out nor released again. Without it, nothing is
+   * kept.
+   */
+  release(pool: postgres.Sql, reserved: postgres.ReservedSql, alive?: () => boolean): void;
   /** Gives every kept connection back to the driver (before `pool` is replaced or ended). */
   releaseAll(): void;
 }
@@ -26,8 +31,14 @@ export interface WarmConnections {
 interface Parked {
   readonly pool: postgres.Sql;
   readonly reserved: postgres.ReservedSql;
+  readonly alive: () => boolean;
   readonly since: number;
 }
+
+/** Gives `entry` back to the driver, unless the driver already took it back (closed). */
+const giveBack = (entry: Parked) => {
+  if (entry.alive()) entry.reserved.release();
+};
 
 export interface WarmOptions {
   readonly parkedMs?: number;
@@ -48,7 +59,7 @@ export function createWarmConnections(options: WarmOptions = {}): WarmConnection
     const cutoff = now() - parkedMs;
     const stale = parked.filter((entry) => entry.since <= cutoff);
     parked = parked.filter((entry) => entry.since > cutoff);
-    for (const entry of stale) entry.reserved.release();
+    stale.forEach(giveBack);
     scheduleSweep();
   };
   const scheduleSweep = () => {
@@ -60,7 +71,8 @@ export function createWarmConnections(options: WarmOptions = {}): WarmConnection
 
   return {
     async reserve(pool) {
-      // Only the current pool's: a replaced pool's connections went back with releaseAll.
+      // Only the current pool's (a replaced pool's went back with releaseAll), and only live ones.
+      parked = parked.filter((entry) => entry.alive());
       for (let i = parked.length - 1; i >= 0; i--) {
         if (parked[i].pool === pool) return parked.splice(i, 1)[0].reserved;
       }
@@ -71,9 +83,9 @@ export function createWarmConnections(options: WarmOptions = {}): WarmConnection
         waitingInDriver--;
       }
     },
-    release(pool, reserved) {
-      if (waitingInDriver > 0) return reserved.release();
-      parked.push({ pool, reserved, since: now() });
+    release(pool, reserved, alive) {
+      if (alive === undefined || waitingInDriver > 0) return reserved.release();
+      parked.push({ pool, reserved, alive, since: now() });
       scheduleSweep();
     },
     releaseAll() {
@@ -81,7 +93,7 @@ export function createWarmConnections(options: WarmOptions = {}): WarmConnection
       sweep = undefined;
       const all = parked;
       parked = [];
-      for (const entry of all) entry.reserved.release();
+      all.forEach(giveBack);
     },
   };
 }
