@@ -171,6 +171,10 @@ export function createVaultClient(options: VaultClientOptions): VaultClient {
         // Stored only over the session it replaces: a sign-in or sign-out made meanwhile (signIn
         // takes no lock) stands, and the successor nobody holds is ended on the service.
         if (!(await sessions.replace(pending, next))) {
+          // Another tab with the same retry key got the same successor and stored it first
+          // (no Web Locks): it is this session, not an orphan.
+          const stored = await readSession();
+          if (stored?.refreshToken === next.refreshToken) return stored;
           call("POST", "/auth/logout", { accessToken: next.accessToken }).catch(() => {});
           throw sessionChanged();
         }

@@ -271,3 +271,41 @@ Deno.test("an apiKey a header cannot carry is refused when the client is made, n
     );
   }
 });
+
+Deno.test("without Web Locks, two tabs refreshing with the same retry key keep the one successor", async () => {
+  // Browsers on insecure origins have no navigator.locks: both tabs refresh at once, with the
+  // retry key the first stored, and the service answers both with the same successor.
+  const proto = Object.getPrototypeOf(navigator);
+  const locks = Object.getOwnPropertyDescriptor(proto, "locks");
+  Object.defineProperty(proto, "locks", { get: () => undefined, configurable: true });
+  try {
+    const storage = await storageWith(session("a", Math.floor(Date.now() / 1000))); // due
+    const keys = new Set<string>();
+    const logouts: string[] = [];
+    const service = async (input: RequestInfo | URL, init?: RequestInit) => {
+      const path = new URL(String(input)).pathname;
+      if (path === "/api/auth/logout") {
+        logouts.push(new Headers(init?.headers).get("authorization")!);
+        return new Response(null, { status: 204 });
+      }
+      if (path === "/api/auth/refresh") {
+        keys.add(JSON.parse(String(init?.body)).retry_key);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        return refreshed("a");
+      }
+      return Response.json({ configured: true, project: "p", storage: "s", secrets: [] });
+    };
+    const [first, second] = [tabOver(storage, service), tabOver(storage, service)];
+    const listed = await Promise.allSettled([
+      first.listSecrets(),
+      new Promise((resolve) => setTimeout(resolve, 5)).then(() => second.listSecrets()),
+    ]);
+    assert.deepEqual(listed.map((outcome) => outcome.status), ["fulfilled", "fulfilled"]);
+    assert.equal(keys.size, 1, "one retry key for both tries");
+    assert.deepEqual(logouts, [], "the successor both tabs hold was not signed out");
+    assert.equal((await first.getSession())?.refreshToken, "refresh-a2");
+  } finally {
+    if (locks === undefined) delete proto.locks;
+    else Object.defineProperty(proto, "locks", locks);
+  }
+});
