@@ -9,7 +9,8 @@ import assert from "node:assert/strict";
 import type postgres from "postgres";
 import { createWarmConnections, PARKED_MS } from "../functions/_shared/db/warm-connections.ts";
 import { openDatabase } from "../server/database.ts";
-import { createFreshPostgres } from "./support/fresh-postgres.ts";
+import { createFreshPostgres, type FreshPostgres } from "./support/fresh-postgres.ts";
+import type { Database } from "../functions/_shared/db/db.ts";
 
 /** A driver pool of named connections; records what went back to it. */
 function fakePool(names: string[]) {
@@ -86,75 +87,73 @@ Deno.test("a replaced pool's kept connections are never handed out for the new p
 });
 
 const adminUrl = Deno.env.get("DATABASE_URL");
-Deno.test({
-  name: "after a burst opened four connections, requests one at a time reach one server process",
-  ignore: !adminUrl,
-  sanitizeOps: false,
-  sanitizeResources: false,
-  async fn() {
-    const fresh = await createFreshPostgres(adminUrl!, {
-      namePrefix: "wallet_vault_warm_",
-      maxConnections: 1,
-      queryTimeoutMs: 30_000,
-    });
-    const db = await openDatabase({
-      engine: "postgres",
-      url: fresh.url,
-      maxConnections: 4,
-      prepare: true,
-      queryTimeoutMs: 30_000,
-    });
-    try {
-      const pid = "select pg_backend_pid() as pid";
-      const burst = await Promise.all(
-        Array.from({ length: 8 }, () => db.query<{ pid: number }>(`${pid}, pg_sleep(0.05)`)),
-      );
-      assert.equal(new Set(burst.map(([row]) => row.pid)).size, 4, "the burst used all four");
-      const oneAtATime = new Set<number>();
-      for (let i = 0; i < 20; i++) oneAtATime.add((await db.query<{ pid: number }>(pid))[0].pid);
-      assert.equal(oneAtATime.size, 1, `answered by ${oneAtATime.size} server processes`);
-    } finally {
-      await db.close();
-      await fresh.drop();
-    }
-  },
-});
+const PID = "select pg_backend_pid() as pid";
 
-Deno.test({
-  name: "a kept connection the server ended is never handed out: the next request reconnects",
-  ignore: !adminUrl,
-  sanitizeOps: false,
-  sanitizeResources: false,
-  async fn() {
-    const fresh = await createFreshPostgres(adminUrl!, {
-      namePrefix: "wallet_vault_warm_",
-      maxConnections: 1,
-      queryTimeoutMs: 30_000,
-    });
-    // A short deadline: the kept connection handed out dead would hang a request until it.
-    const db = await openDatabase({
-      engine: "postgres",
-      url: fresh.url,
-      maxConnections: 2,
-      prepare: true,
-      queryTimeoutMs: 3_000,
-    });
-    try {
-      const pid = "select pg_backend_pid() as pid";
-      const [{ pid: kept }] = await db.query<{ pid: number }>(pid); // kept now
-      // A restart, a failover or an administrator ends it while it waits for the next request.
-      await fresh.db.query("select pg_terminate_backend($1)", [kept]);
-      await new Promise((resolve) => setTimeout(resolve, 200)); // the close reaches the driver
-      const [{ pid: next }] = await db.query<{ pid: number }>(pid);
-      assert.notEqual(next, kept);
-      // And once more after the give-back time, when the sweep has run over it.
-      const [{ pid: again }] = await db.query<{ pid: number }>(pid);
-      await fresh.db.query("select pg_terminate_backend($1)", [again]);
-      await new Promise((resolve) => setTimeout(resolve, PARKED_MS + 500));
-      await db.query(pid);
-    } finally {
-      await db.close();
-      await fresh.drop();
-    }
+/**
+ * `body` with the service's database layer on a fresh PostgreSQL database (`fresh` is the test's
+ * own connection to it); Postgres only.
+ */
+function onPostgres(
+  name: string,
+  settings: { maxConnections: number; queryTimeoutMs: number },
+  body: (db: Database, fresh: FreshPostgres) => Promise<void>,
+) {
+  Deno.test({
+    name,
+    ignore: !adminUrl,
+    sanitizeOps: false,
+    sanitizeResources: false,
+    async fn() {
+      const fresh = await createFreshPostgres(adminUrl!, {
+        namePrefix: "wallet_vault_warm_",
+        maxConnections: 1,
+        queryTimeoutMs: 30_000,
+      });
+      const db = await openDatabase({
+        engine: "postgres",
+        url: fresh.url,
+        prepare: true,
+        ...settings,
+      });
+      try {
+        await body(db, fresh);
+      } finally {
+        await db.close();
+        await fresh.drop();
+      }
+    },
+  });
+}
+
+onPostgres(
+  "after a burst opened four connections, requests one at a time reach one server process",
+  { maxConnections: 4, queryTimeoutMs: 30_000 },
+  async (db) => {
+    const burst = await Promise.all(
+      Array.from({ length: 8 }, () => db.query<{ pid: number }>(`${PID}, pg_sleep(0.05)`)),
+    );
+    assert.equal(new Set(burst.map(([row]) => row.pid)).size, 4, "the burst used all four");
+    const oneAtATime = new Set<number>();
+    for (let i = 0; i < 20; i++) oneAtATime.add((await db.query<{ pid: number }>(PID))[0].pid);
+    assert.equal(oneAtATime.size, 1, `answered by ${oneAtATime.size} server processes`);
   },
-});
+);
+
+onPostgres(
+  "a kept connection the server ended is never handed out: the next request reconnects",
+  // A short deadline: the kept connection handed out dead would hang a request until it.
+  { maxConnections: 2, queryTimeoutMs: 3_000 },
+  async (db, fresh) => {
+    const [{ pid: kept }] = await db.query<{ pid: number }>(PID); // kept now
+    // A restart, a failover or an administrator ends it while it waits for the next request.
+    await fresh.db.query("select pg_terminate_backend($1)", [kept]);
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the close reaches the driver
+    const [{ pid: next }] = await db.query<{ pid: number }>(PID);
+    assert.notEqual(next, kept);
+    // And once more after the give-back time, when the sweep has run over it.
+    const [{ pid: again }] = await db.query<{ pid: number }>(PID);
+    await fresh.db.query("select pg_terminate_backend($1)", [again]);
+    await new Promise((resolve) => setTimeout(resolve, PARKED_MS + 500));
+    await db.query(PID);
+  },
+);
