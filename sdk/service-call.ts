@@ -158,7 +158,11 @@ export function createServiceCall(options: ServiceCallOptions): ServiceCall {
   };
 }
 
-/** What a project's public key is made of (Supabase's anon JWTs and sb_publishable_ keys). */
+/**
+ * What a project's public key is made of (Supabase's anon JWTs and sb_publishable_ keys): the
+ * characters of reveal-header.ts's HEADER_SAFE_TOKEN, restated because a page is served the sdk
+ * files alone (server/static.ts), and empty allowed (no key is then sent).
+ */
 const HEADER_SAFE_VALUE = /^[\x21-\x7e]*$/;
 
 /** A client's timeoutMs option: the default when absent, else a positive number up to `max`. */

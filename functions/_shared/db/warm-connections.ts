@@ -71,10 +71,14 @@ export function createWarmConnections(options: WarmOptions = {}): WarmConnection
 
   return {
     async reserve(pool) {
-      // Only the current pool's (a replaced pool's went back with releaseAll), and only live ones.
-      parked = parked.filter((entry) => entry.alive());
+      // The last released of the current pool (a replaced pool's went back with releaseAll); one
+      // the driver took back meanwhile is dropped on the way.
       for (let i = parked.length - 1; i >= 0; i--) {
-        if (parked[i].pool === pool) return parked.splice(i, 1)[0].reserved;
+        const entry = parked[i];
+        const live = entry.alive();
+        if (live && entry.pool !== pool) continue;
+        parked.splice(i, 1);
+        if (live) return entry.reserved;
       }
       waitingInDriver++;
       try {
