@@ -16,7 +16,7 @@ export interface DataDirReport {
 }
 
 /** Unix permission bits are all this changes; Windows has none to set. */
-const HAS_MODES = Deno.build.os !== "windows";
+export const HAS_MODES = Deno.build.os !== "windows";
 
 /**
  * Creates `path` (mode 0700) if missing, then sets it and every directory below it to 0700 and

@@ -7,6 +7,7 @@
 
 import { randomBase64Url } from "../functions/_shared/auth/random.ts";
 import { DEV_ENCRYPTION_KEY_MARK, DEV_SECRET_PREFIX } from "../functions/_shared/config/keyring.ts";
+import { HAS_MODES } from "./data-dir.ts";
 
 export const DEFAULT_DEV_KEYS_PATH = ".local/dev-keys.json";
 
@@ -62,11 +63,7 @@ export async function loadOrCreateDevKeys(
  * data directory is on every start (Windows has no modes to set).
  */
 async function ownerOnly(path: string): Promise<void> {
-  try {
-    await Deno.chmod(path, 0o600);
-  } catch (error) {
-    if (!(error instanceof Deno.errors.NotSupported)) throw error;
-  }
+  if (HAS_MODES) await Deno.chmod(path, 0o600);
 }
 
 /** Dev keys fill only the gaps: anything set in the environment wins. */
