@@ -32,6 +32,13 @@ export async function openPglite(settings: PgliteSettings): Promise<Database> {
     engine: "pglite",
     ...queryable,
     transaction: (work) => pg.transaction((tx) => work(on(tx))),
+    // In-process, with nothing to overlap: the statement commits on its own, then `use` runs.
+    async queryOverlappingCommit<T extends Row, R>(
+      { text, params = [] }: Statement,
+      use: (rows: T[]) => R | Promise<R>,
+    ) {
+      return await use(await queryable.query<T>(text, params));
+    },
     async batch(statements: readonly Statement[]) {
       // In-process, so nothing to pipeline: the statements run one after another.
       const outcomes: PromiseSettledResult<Row[]>[] = [];

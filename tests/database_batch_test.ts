@@ -1,8 +1,12 @@
 /**
  * Database.batch, on both engines: statements known upfront run in one transaction (on a server,
- * in one round trip), every outcome is reported, and a failure anywhere commits nothing.
+ * in one round trip), every outcome is reported, and a failure anywhere commits nothing. And
+ * Database.queryOverlappingCommit: work on a statement's rows that overlaps its COMMIT, whose
+ * result is handed back only once the commit succeeded.
  */
 import assert from "node:assert/strict";
+import type { Database } from "../functions/_shared/db/db.ts";
+import { openTestDatabase, testEngines } from "./support/database.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 
 const NONCE = (n: number) => `Batch${String(n).padStart(11, "0")}`;
@@ -65,5 +69,118 @@ describeWithDatabase("database batch", {
     // The connection is clean afterwards: the next batch commits.
     const [next] = await db.batch([{ text: "select 1 as one" }]);
     assert.deepEqual(next, { status: "fulfilled", value: [{ one: 1 }] });
+  },
+
+  async "queryOverlappingCommit: use gets the rows, its result comes back, the write is committed"(
+    { database: { db } },
+  ) {
+    const seen: unknown[] = [];
+    const result = await db.queryOverlappingCommit(
+      {
+        text:
+          "insert into public.auth_nonces (nonce, expires_at) values ($1, now()) returning nonce",
+        params: [NONCE(4)],
+      },
+      (rows) => {
+        seen.push(...rows);
+        return Promise.resolve("used");
+      },
+    );
+    assert.equal(result, "used");
+    assert.deepEqual(seen, [{ nonce: NONCE(4) }]);
+    const stored = await db.query("select nonce from public.auth_nonces where nonce = $1", [
+      NONCE(4),
+    ]);
+    assert.deepEqual(stored, [{ nonce: NONCE(4) }]);
+  },
+
+  async "queryOverlappingCommit: a commit that fails throws its error and drops use's result"(
+    { database: { db } },
+  ) {
+    await refusedAtCommit(db, "overlap_refused");
+    let used = false;
+    await assert.rejects(
+      db.queryOverlappingCommit(
+        { text: "insert into overlap_refused (id) values (1) returning id" },
+        () => used = true,
+      ),
+      (error: { message?: string }) => /refused at commit/.test(error.message ?? ""),
+    );
+    // On a server it ran, on rows the commit then refused; in-process it runs after the commit.
+    assert.equal(used, db.engine === "postgres");
+    assert.deepEqual(await db.query("select id from overlap_refused"), []);
+  },
+
+  async "queryOverlappingCommit: use throws: its error, after the commit"({ database: { db } }) {
+    await assert.rejects(
+      db.queryOverlappingCommit(
+        {
+          text:
+            "insert into public.auth_nonces (nonce, expires_at) values ($1, now()) returning nonce",
+          params: [NONCE(5)],
+        },
+        () => Promise.reject(new Error("use failed")),
+      ),
+      /use failed/,
+    );
+    // What the statement wrote was committed all the same: only use's result was lost.
+    assert.equal(
+      (await db.query("select 1 from public.auth_nonces where nonce = $1", [NONCE(5)])).length,
+      1,
+    );
+  },
+});
+
+/** `table`, whose every insert is refused when its transaction commits. */
+async function refusedAtCommit(db: Database, table: string): Promise<void> {
+  await db.execScript(`
+    create table ${table} (id int primary key);
+    create function ${table}_refuse() returns trigger language plpgsql as $$
+      begin raise exception 'refused at commit'; end $$;
+    create constraint trigger ${table}_refuse after insert on ${table}
+      deferrable initially deferred for each row execute function ${table}_refuse();`);
+}
+
+// In-process (PGlite) the statement has committed by the time use runs: nothing overlaps.
+Deno.test({
+  name: "queryOverlappingCommit on a server: use runs while the commit is still under way",
+  ignore: !testEngines().includes("postgres"),
+  async fn() {
+    const { db, close } = await openTestDatabase("postgres");
+    try {
+      // The commit of a row in overlap_waits takes an advisory lock this test holds until use has
+      // run, so the commit cannot finish before use does. Calling use only after the commit would
+      // wait for ever (until the statement timeout fails the test).
+      await db.execScript(`
+        create table overlap_waits (id int primary key);
+        create function overlap_waits_at_commit() returns trigger language plpgsql as $$
+          begin perform pg_advisory_xact_lock(4242); return null; end $$;
+        create constraint trigger overlap_waits_at_commit after insert on overlap_waits
+          deferrable initially deferred for each row execute function overlap_waits_at_commit();`);
+      let letCommit = () => {};
+      const commitMayGo = new Promise<void>((resolve) => letCommit = resolve);
+      let lockHeld = () => {};
+      const holding = new Promise<void>((resolve) => lockHeld = resolve);
+      const holder = db.transaction(async (tx) => {
+        await tx.query("select pg_advisory_xact_lock(4242)");
+        lockHeld();
+        await commitMayGo;
+      });
+      await holding;
+      const visibleDuringCommit = await db.queryOverlappingCommit(
+        { text: "insert into overlap_waits (id) values (1) returning id" },
+        async () => {
+          // Another connection does not see the row yet: its transaction has not committed.
+          const rows = await db.query("select id from overlap_waits");
+          letCommit();
+          return rows;
+        },
+      );
+      await holder;
+      assert.deepEqual(visibleDuringCommit, []);
+      assert.deepEqual(await db.query("select id from overlap_waits"), [{ id: 1 }]);
+    } finally {
+      await close();
+    }
   },
 });

@@ -1,7 +1,7 @@
 /**
  * Reveal in one round trip (issue 15 item 3), on both engines: the ciphertexts are read and their
- * 'reveal' events written in one database call, committed before anything is decrypted or
- * released; a decryption that then fails is recorded as 'reveal_failed' (a second call on that path
+ * 'reveal' events written in one database call, committed before anything is released (the rows
+ * are decrypted while the commit is under way, and a commit that fails releases nothing); a decryption that then fails is recorded as 'reveal_failed' (a second call on that path
  * only) and answered as before. Every other vault route is one database call as well.
  */
 import assert from "node:assert/strict";
@@ -22,6 +22,10 @@ function countingApp(app: TestApp) {
     execScript: (script) => (calls++, db.execScript(script)),
     transaction: (work) => (calls++, db.transaction(work)),
     batch: (statements) => (calls++, db.batch(statements)),
+    queryOverlappingCommit: (
+      statement,
+      use,
+    ) => (calls++, db.queryOverlappingCommit(statement, use)),
     close: () => db.close(),
   };
   const { handler } = createLocalApp(
@@ -127,6 +131,38 @@ describeWithDatabase("reveal audited in one round trip", {
       assert.ok(!answer.text.includes(value));
     } finally {
       await db.query("alter table public.secret_events drop constraint refuse_reveals");
+    }
+    assert.deepEqual(await trail(app, creator.userId), [["put", "provider_c_key"]]);
+  },
+
+  async "a reveal whose audit fails at commit releases nothing, though it was decrypted"(app) {
+    const db = app.database.db;
+    const creator = await signIn(app);
+    const value = `sk-commit-refused-${crypto.randomUUID()}`;
+    const counting = countingApp(app);
+    await counting.send("PUT", "/api/secrets", creator.accessToken, {
+      secretType: "provider_c_key",
+      value,
+    });
+    // The reveal's statement succeeds; its COMMIT is refused (as a deferred check, or a lost
+    // connection at that moment, would refuse it), after the rows were handed on to be decrypted.
+    await db.execScript(`
+      create function public.refuse_reveals_at_commit() returns trigger language plpgsql as $$
+        begin
+          if new.action = 'reveal' then raise exception 'audit refused at commit'; end if;
+          return null;
+        end $$;
+      create constraint trigger refuse_reveals_at_commit after insert on public.secret_events
+        deferrable initially deferred for each row
+        execute function public.refuse_reveals_at_commit();`);
+    try {
+      const answer = await counting.send("POST", "/api/secrets/reveal", creator.accessToken, {});
+      assert.equal(answer.status, 500, answer.text);
+      assert.ok(!answer.text.includes(value));
+    } finally {
+      await db.execScript(`
+        drop trigger refuse_reveals_at_commit on public.secret_events;
+        drop function public.refuse_reveals_at_commit();`);
     }
     assert.deepEqual(await trail(app, creator.userId), [["put", "provider_c_key"]]);
   },

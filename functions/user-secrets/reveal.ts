@@ -70,11 +70,18 @@ export function revealRoute({ db, sessions, keyring, log, config }: RevealDeps):
     checkRevealToken(request);
     const session = await sessions.verifyToken(requireSessionToken(request, config.publicApiKeys));
     const secretTypes = parseRevealRequest(await readOptionalJson(request));
-    // The read and its 'reveal' events are one statement, committed before anything is
-    // decrypted or released (as an audit log records a request before it is answered): no value
-    // leaves without its event, and a failed audit, or a session that has ended, reads nothing.
-    const rows = await readForReveal(db, session, secretTypes, tokenBucket, limits);
-    const { revealed, failed } = await decryptAll(rows, session.userId);
+    // The read and its 'reveal' events are one statement, committed before anything is released
+    // (as an audit log records a request before it is answered): no value leaves without its
+    // event, and a failed audit, or a session that has ended, reads nothing. The rows are
+    // decrypted while the commit is under way; a commit that fails drops what was decrypted.
+    const { rows, revealed, failed } = await readForReveal(
+      db,
+      session,
+      secretTypes,
+      tokenBucket,
+      limits,
+      async (rows) => ({ rows, ...await decryptAll(rows, session.userId) }),
+    );
     if (failed.size > 0) {
       // Nothing is released, and the trail says so: a second write, on this path only.
       const unread = new Set([...failed.values()].flat());

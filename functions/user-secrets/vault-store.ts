@@ -7,7 +7,7 @@
  * security (migration 20261124060000). Only the service's own connection may execute them.
  */
 import type { AppConfig } from "../_shared/config/config.ts";
-import type { Queryable } from "../_shared/db/db.ts";
+import type { Database, Queryable } from "../_shared/db/db.ts";
 import { rateLimited } from "../_shared/auth/rate-limit.ts";
 import { SECRET_TYPES, type SecretType } from "../_shared/vault/secret-types.ts";
 import { sessionEnded, type VerifiedSession } from "../_shared/auth/session-tokens.ts";
@@ -115,20 +115,24 @@ export async function deleteSecret(
 }
 
 /**
- * The stored rows of `secretTypes`, in that order, with their 'reveal' events already committed:
- * the read and the audit record are one statement.
+ * The stored rows of `secretTypes`, in that order, read in the statement that writes their
+ * 'reveal' events, and handed to `open` as they arrive, while that statement's COMMIT is under way.
+ * What `open` makes is returned only once the commit succeeded: nothing made from the rows leaves
+ * before their events are durable, and a refusal (an ended session, a limit) throws after its
+ * count was committed.
  */
-export async function readForReveal(
-  db: Queryable,
+export function readForReveal<R>(
+  db: Database,
   session: VerifiedSession,
   secretTypes: readonly SecretType[],
   tokenBucket: string,
   limits: VaultLimits,
-): Promise<StoredRow[]> {
-  const rows = await db.query<Outcome & StoredRow>(
-    `select outcome, secret_type, ciphertext, iv, key_id, updated_at, retry_after
+  open: (rows: StoredRow[]) => Promise<R>,
+): Promise<R> {
+  return db.queryOverlappingCommit<Outcome & StoredRow, R>({
+    text: `select outcome, secret_type, ciphertext, iv, key_id, updated_at, retry_after
        from public.reveal_user_secrets($1, $2, $3::text[], $4, $5, $6, $7)`,
-    [
+    params: [
       session.sessionId,
       session.userId,
       secretTypes,
@@ -137,9 +141,10 @@ export async function readForReveal(
       limits.revealsPerTokenPerMinute,
       VAULT_WINDOW_SECONDS,
     ],
-  );
-  if (rows.length > 0 && rows[0].outcome !== "revealed") refused(rows[0]);
-  return rows;
+  }, (rows) => {
+    if (rows.length > 0 && rows[0].outcome !== "revealed") refused(rows[0]);
+    return open(rows);
+  });
 }
 
 /** Records the types a recorded reveal then failed to decrypt (a second write, on failure only). */

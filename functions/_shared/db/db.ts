@@ -57,6 +57,17 @@ export interface Database extends Queryable {
    * run (the database is unavailable, or COMMIT failed).
    */
   batch(statements: readonly Statement[]): Promise<PromiseSettledResult<Row[]>[]>;
+  /**
+   * One statement in a transaction of its own, as `query` runs it, with `use` called on its rows
+   * as soon as they arrive: on a server, while the COMMIT is still under way (its wait for the WAL
+   * flush, most of a small write's time). What `use` returns is handed back only once the commit
+   * succeeded, so nothing made from the rows leaves before the statement's writes are durable;
+   * when the commit fails, its error is thrown and `use`'s result dropped.
+   */
+  queryOverlappingCommit<T extends Row, R>(
+    statement: Statement,
+    use: (rows: T[]) => R | Promise<R>,
+  ): Promise<R>;
   close(): Promise<void>;
 }
 
