@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import type { Database } from "../functions/_shared/db/db.ts";
 import { openTestDatabase, testEngines } from "./support/database.ts";
+import { createFreshPostgres } from "./support/fresh-postgres.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 
 const NONCE = (n: number) => `Batch${String(n).padStart(11, "0")}`;
@@ -181,6 +182,32 @@ Deno.test({
       assert.deepEqual(await db.query("select id from overlap_waits"), [{ id: 1 }]);
     } finally {
       await close();
+    }
+  },
+});
+
+Deno.test({
+  name: "queryOverlappingCommit on a server: the connection is free again once COMMIT is answered",
+  ignore: !testEngines().includes("postgres"),
+  async fn() {
+    // One connection in all: were it held until use finished, use's own query could never get it
+    // (and would fail at its deadline).
+    const fresh = await createFreshPostgres(Deno.env.get("DATABASE_URL")!, {
+      namePrefix: "wallet_vault_test_",
+      maxConnections: 1,
+      queryTimeoutMs: 10_000,
+    });
+    try {
+      const result = await fresh.db.queryOverlappingCommit(
+        { text: "select 1 as one" },
+        async ([row]) => {
+          const [{ two }] = await fresh.db.query<{ two: number }>("select 2 as two");
+          return [row.one, two];
+        },
+      );
+      assert.deepEqual(result, [1, 2]);
+    } finally {
+      await fresh.drop();
     }
   },
 });

@@ -163,45 +163,47 @@ export function openPostgres(settings: PostgresSettings): Database {
   };
 
   /**
-   * BEGIN, the timeout, `statements` and COMMIT, sent in one write. `follow` makes what is waited
-   * for from the statements' replies as they come: the replies themselves, or work on them that
-   * runs while COMMIT is still under way. Its outcomes are reported in order once COMMIT is
-   * answered; a failed statement aborts the transaction, so the ones behind it fail and the COMMIT
-   * rolls back.
+   * `whileCommitting` sees each statement's reply as it comes: the server answers a statement
+   * before it runs the COMMIT behind it, so work started there overlaps the commit, while the
+   * connection goes back to the pool as soon as COMMIT is answered.
    */
-  const inOneWrite = <T>(
+  const batch = (
     statements: readonly Statement[],
-    follow: (replies: Promise<Row[]>[]) => Promise<T>[],
+    whileCommitting?: (replies: Promise<Row[]>[]) => void,
   ) =>
     onReservedConnection(async (reserved, _isExpired, _markLost, begin) => {
-      // All executed now, in this order, so they leave in one write.
+      // All executed now, so they leave in one write. A failed statement aborts the
+      // transaction: the ones behind it fail, and the COMMIT rolls back.
       const sentBegin = begin();
       const timeout = reserved.unsafe(SET_TIMEOUT).execute();
-      const replies = statements.map(({ text, params = [] }) =>
+      const pending = statements.map(({ text, params = [] }) =>
         reserved.unsafe(text, params as postgres.ParameterOrJSON<never>[], statementOptions)
           .execute()
-          // A plain array, the same shape PGlite returns (postgres.js hands back an Array subclass).
-          .then((rows) => Array.from(rows) as Row[])
       );
+      whileCommitting?.(pending.map((reply) => reply.then((rows) => Array.from(rows) as Row[])));
       const commit = reserved.unsafe("commit").execute();
       // A lost connection throws at once: a statement the driver queued behind one waiting for its
       // Describe (the first run of a prepared statement on this connection) is never answered when
       // the connection dies, and waiting for it held the request to its deadline.
-      const [began, timed, committed, ...outcomes] = await allSettledUnlessLost<unknown>([
+      const [began, timed, ...rest] = await allSettledUnlessLost([
         sentBegin,
         timeout,
+        ...pending,
         commit,
-        ...follow(replies),
       ]);
+      const committed = rest.pop()!;
+      const outcomes = rest;
       if (committed.status === "rejected") throw committed.reason;
       // Without BEGIN the statements would have run on their own; that cannot be reported
       // as a batch.
       if (began.status === "rejected") throw began.reason;
       if (timed.status === "rejected") throw timed.reason;
-      return outcomes as PromiseSettledResult<T>[];
+      return outcomes.map((outcome): PromiseSettledResult<Row[]> =>
+        outcome.status === "fulfilled"
+          ? { status: "fulfilled", value: Array.from(outcome.value) as Row[] }
+          : outcome
+      );
     });
-
-  const batch = (statements: readonly Statement[]) => inOneWrite(statements, (replies) => replies);
 
   return {
     engine: "postgres",
@@ -213,18 +215,17 @@ export function openPostgres(settings: PostgresSettings): Database {
       return outcome.value as T[];
     },
     async queryOverlappingCommit<T extends Row, R>(
-      { text, params = [] }: Statement,
+      statement: Statement,
       use: (rows: T[]) => R | Promise<R>,
     ) {
-      // The statement's reply comes before COMMIT's (each ends at its own Sync, where the server
-      // sends what it has), so `use` runs while the server commits: on a server that waits for
-      // the WAL flush, that wait and `use` overlap.
-      const [outcome] = await inOneWrite(
-        [{ text, params }],
-        ([reply]) => [reply.then((rows) => use(rows as T[]))],
-      );
+      let used: Promise<R> | undefined;
+      const [outcome] = await batch([statement], ([reply]) => {
+        used = reply.then((rows) => use(rows as T[]));
+        // Dropped when the commit fails (thrown below instead); never an unhandled rejection.
+        used.catch(() => {});
+      });
       if (outcome.status === "rejected") throw outcome.reason;
-      return outcome.value;
+      return await used!;
     },
     execScript: (script) => on(sql).execScript(script),
     transaction: (work) =>
