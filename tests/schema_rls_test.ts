@@ -405,6 +405,86 @@ describeWithDatabase("schema and row-level security", {
     assert.deepEqual(counted, []);
   },
 
+  async "the list reads a live session's rows, and tells an ended session from nothing stored"(
+    { database: { db } },
+  ) {
+    const hana = await createUser(db, "c");
+    const ivo = await createUser(db, "d"); // stores nothing
+    await storeRaw(db, hana, "provider_e_key");
+    await storeRaw(db, hana, "provider_a_api_key");
+    const list = (userId: string, sessionId: string) =>
+      db.transaction(async (tx) => {
+        const rows = await tx.query<{ live: boolean; secret_type: string | null }>(
+          `select live, secret_type from public.list_user_secrets($1, $2, $3,
+             array['provider_a_api_key', 'provider_e_key'])`,
+          [JSON.stringify(claimsOf(userId, sessionId)), sessionId, userId],
+        );
+        // Whatever the path, the transaction is left in a role: the creator's after a read that
+        // found rows, the caller's after the check that told why nothing was read.
+        const [{ role }] = await tx.query<{ role: string }>("select current_user as role");
+        return { rows: rows.map((row) => [row.live, row.secret_type]), role };
+      });
+    const [{ caller }] = await db.query<{ caller: string }>("select current_user as caller");
+    assert.deepEqual(await list(hana, await createSession(db, hana)), {
+      rows: [[true, "provider_a_api_key"], [true, "provider_e_key"]],
+      role: "authenticated",
+    });
+    assert.deepEqual(await list(ivo, await createSession(db, ivo)), { rows: [], role: caller });
+    for (const state of ["revoked", "expired"] as const) {
+      for (const userId of [hana, ivo]) {
+        assert.deepEqual(
+          await list(userId, await createSession(db, userId, state)),
+          { rows: [[false, null]], role: caller },
+          `${state}, ${userId === hana ? "rows stored" : "nothing stored"}`,
+        );
+      }
+    }
+    // Another creator's live session is not Hana's.
+    const [{ rows }] = [await list(hana, await createSession(db, ivo))];
+    assert.deepEqual(rows, [[false, null]]);
+  },
+
+  async "a reveal counts the creator, then the token only while the creator is within its limit"(
+    { database: { db } },
+  ) {
+    const { id: jan, claims } = await creatorWithSession(db, "0");
+    await storeRaw(db, jan, "provider_b_key");
+    const bucket = `test-${crypto.randomUUID()}`;
+    const reveal = async (creatorLimit: number, tokenLimit: number) => {
+      const [row] = await db.query<{ outcome: string; retry_after: number | null }>(
+        `select outcome, retry_after from public.reveal_user_secrets($1, $2,
+           array['provider_b_key'], $3, $4, $5, 60)`,
+        [claims.session_id, jan, bucket, creatorLimit, tokenLimit],
+      );
+      return row;
+    };
+    const hits = async () =>
+      Object.fromEntries(
+        (await db.query<{ bucket: string; hits: number }>(
+          `select bucket, hits from public.rate_limit_windows
+            where bucket in ($1, $2) order by bucket`,
+          [`vault:reveal:token:${bucket}`, `vault:reveal:user:${jan}`],
+        )).map((row) => [row.bucket.split(":")[2], row.hits]),
+      );
+    // All in one one-minute window: not in the last two seconds of one.
+    const intoMinute = (Date.now() / 1000) % 60;
+    if (intoMinute > 58) await new Promise((resolve) => setTimeout(resolve, 2_500));
+    const outcomes = [await reveal(1, 100), await reveal(1, 100), await reveal(1, 100)];
+    assert.deepEqual(outcomes.map((row) => row.outcome), [
+      "revealed",
+      "rate_limited",
+      "rate_limited",
+    ]);
+    for (const { retry_after } of outcomes.slice(1)) {
+      assert.ok(retry_after !== null && retry_after >= 1 && retry_after <= 60, `${retry_after}`);
+    }
+    // Past its own limit, the creator spent none of the token's budget.
+    assert.deepEqual(await hits(), { user: 3, token: 1 });
+    // Past the token's limit: refused, both counted.
+    assert.equal((await reveal(100, 1)).outcome, "rate_limited");
+    assert.deepEqual(await hits(), { user: 4, token: 2 });
+  },
+
   async "row-level security is enabled and forced on every table"({ database: { db } }) {
     const tables = await db.query<{ relname: string; rls: boolean; forced: boolean }>(
       `select c.relname, c.relrowsecurity as rls, c.relforcerowsecurity as forced
