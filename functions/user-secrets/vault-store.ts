@@ -59,7 +59,8 @@ export type MaskedRow = {
 /**
  * The creator's stored types, times and hints (never a value), in SECRET_TYPES order. The read
  * runs as the creator with its claims, so row-level security, not only the query's own filter,
- * decides which rows are reachable.
+ * decides which rows are reachable; when it finds none, the function checks the session itself, to
+ * tell an ended session from an empty vault (migration 20261125050000).
  */
 export async function listSecrets(db: Queryable, session: VerifiedSession): Promise<MaskedRow[]> {
   const rows = await db.query<MaskedRow & { live: boolean }>(
