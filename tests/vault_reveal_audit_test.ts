@@ -7,13 +7,13 @@
 import assert from "node:assert/strict";
 import { createServiceContext } from "../functions/_shared/context.ts";
 import type { Database } from "../functions/_shared/db/db.ts";
-import { silentLogger } from "../functions/_shared/http/log.ts";
+import { type Logger, silentLogger } from "../functions/_shared/http/log.ts";
 import { createLocalApp } from "../server/app.ts";
 import { bearer, signIn, TEST_ORIGIN, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 
 /** The app over a database whose every call (query, batch, transaction) is counted. */
-function countingApp(app: TestApp) {
+function countingApp(app: TestApp, log: Logger = silentLogger) {
   const db = app.database.db;
   let calls = 0;
   const counted: Database = {
@@ -29,7 +29,7 @@ function countingApp(app: TestApp) {
     close: () => db.close(),
   };
   const { handler } = createLocalApp(
-    createServiceContext(app.config, counted, silentLogger, { ownOrigins: [TEST_ORIGIN] }),
+    createServiceContext(app.config, counted, log, { ownOrigins: [TEST_ORIGIN] }),
   );
   return {
     /** The database calls made while the request was answered, and its response. */
@@ -135,7 +135,9 @@ describeWithDatabase("reveal audited in one round trip", {
     assert.deepEqual(await trail(app, creator.userId), [["put", "provider_c_key"]]);
   },
 
-  async "a reveal whose audit fails at commit releases nothing, though it was decrypted"(app) {
+  async "a reveal whose audit fails at commit releases nothing (on a server, it was decrypted)"(
+    app,
+  ) {
     const db = app.database.db;
     const creator = await signIn(app);
     const value = `sk-commit-refused-${crypto.randomUUID()}`;
@@ -146,25 +148,37 @@ describeWithDatabase("reveal audited in one round trip", {
     });
     // The reveal's statement succeeds; its COMMIT is refused (as a deferred check, or a lost
     // connection at that moment, would refuse it), after the rows were handed on to be decrypted.
-    await db.execScript(`
-      create function public.refuse_reveals_at_commit() returns trigger language plpgsql as $$
-        begin
-          if new.action = 'reveal' then raise exception 'audit refused at commit'; end if;
-          return null;
-        end $$;
-      create constraint trigger refuse_reveals_at_commit after insert on public.secret_events
-        deferrable initially deferred for each row
-        execute function public.refuse_reveals_at_commit();`);
-    try {
-      const answer = await counting.send("POST", "/api/secrets/reveal", creator.accessToken, {});
-      assert.equal(answer.status, 500, answer.text);
-      assert.ok(!answer.text.includes(value));
-    } finally {
-      await db.execScript(`
-        drop trigger refuse_reveals_at_commit on public.secret_events;
-        drop function public.refuse_reveals_at_commit();`);
-    }
+    const answer = await whileRevealsRefusedAtCommit(
+      db,
+      () => counting.send("POST", "/api/secrets/reveal", creator.accessToken, {}),
+    );
+    assert.equal(answer.status, 500, answer.text);
+    assert.ok(!answer.text.includes(value));
     assert.deepEqual(await trail(app, creator.userId), [["put", "provider_c_key"]]);
+  },
+
+  async "a key failure is logged only for a reveal that committed"(app) {
+    const db = app.database.db;
+    const creator = await signIn(app);
+    const logged: string[] = [];
+    const counting = countingApp(app, { info() {}, error: (event) => logged.push(event) });
+    await counting.send("PUT", "/api/secrets", creator.accessToken, {
+      secretType: "provider_d_key",
+      value: `sk-keyless-${crypto.randomUUID()}`,
+    });
+    // Under a key id the keyring does not hold: every reveal of it fails to decrypt.
+    await db.query("update public.user_secrets set key_id = 'k0' where user_id = $1", [
+      creator.userId,
+    ]);
+    const refused = await whileRevealsRefusedAtCommit(
+      db,
+      () => counting.send("POST", "/api/secrets/reveal", creator.accessToken, {}),
+    );
+    assert.equal(refused.status, 500, refused.text);
+    assert.ok(!logged.includes("encryption_key_unavailable"), logged.join(", "));
+    const committed = await counting.send("POST", "/api/secrets/reveal", creator.accessToken, {});
+    assert.equal(committed.body.error.code, "encryption_key_unavailable");
+    assert.ok(logged.includes("encryption_key_unavailable"), logged.join(", "));
   },
 
   async "a decryption that fails after the recorded reveal is recorded as reveal_failed"(app) {
@@ -216,3 +230,23 @@ describeWithDatabase("reveal audited in one round trip", {
     ]);
   },
 });
+
+/** `send`'s answer while every 'reveal' event is refused when its transaction commits. */
+async function whileRevealsRefusedAtCommit<T>(db: Database, send: () => Promise<T>): Promise<T> {
+  await db.execScript(`
+    create function public.refuse_reveals_at_commit() returns trigger language plpgsql as $$
+      begin
+        if new.action = 'reveal' then raise exception 'audit refused at commit'; end if;
+        return null;
+      end $$;
+    create constraint trigger refuse_reveals_at_commit after insert on public.secret_events
+      deferrable initially deferred for each row
+      execute function public.refuse_reveals_at_commit();`);
+  try {
+    return await send();
+  } finally {
+    await db.execScript(`
+      drop trigger refuse_reveals_at_commit on public.secret_events;
+      drop function public.refuse_reveals_at_commit();`);
+  }
+}

@@ -36,7 +36,11 @@ export function revealRoute({ db, sessions, keyring, log, config }: RevealDeps):
   const checkRevealToken = createRevealTokenCheck(config.serverRevealToken);
   const tokenBucket = revealTokenBucket(config.serverRevealToken);
 
-  /** Decrypts every row, collecting by reason the types that cannot be read. */
+  /**
+   * Decrypts every row, collecting the ones that cannot be read with why. Nothing is logged here:
+   * this runs before the reveal's commit is known, and a reveal that did not commit happened for
+   * no one.
+   */
   async function decryptAll(rows: readonly StoredRow[], userId: string) {
     const outcomes = await Promise.allSettled(rows.map((row) =>
       keyring.decrypt(
@@ -44,7 +48,7 @@ export function revealRoute({ db, sessions, keyring, log, config }: RevealDeps):
         { userId, secretType: row.secret_type },
       )
     ));
-    const failed = new Map<KeyFailure, SecretType[]>();
+    const unread: { row: StoredRow; reason: KeyFailure }[] = [];
     const revealed: RevealedSecret[] = [];
     outcomes.forEach((outcome, index) => {
       const row = rows[index];
@@ -58,11 +62,9 @@ export function revealRoute({ db, sessions, keyring, log, config }: RevealDeps):
       }
       const reason = keyFailure(outcome.reason);
       if (reason === null) throw outcome.reason;
-      // Key ids are names, not key material; they tell the operator which key to restore.
-      log.error(reason, { user_id: userId, secret_type: row.secret_type, key_id: row.key_id });
-      failed.set(reason, [...(failed.get(reason) ?? []), row.secret_type]);
+      unread.push({ row, reason });
     });
-    return { revealed, failed };
+    return { revealed, unread };
   }
 
   return async function reveal(request) {
@@ -74,18 +76,27 @@ export function revealRoute({ db, sessions, keyring, log, config }: RevealDeps):
     // (as an audit log records a request before it is answered): no value leaves without its
     // event, and a failed audit, or a session that has ended, reads nothing. The rows are
     // decrypted while the commit is under way; a commit that fails drops what was decrypted.
-    const { rows, revealed, failed } = await readForReveal(
+    const { revealed, unread } = await readForReveal(
       db,
       session,
       secretTypes,
       tokenBucket,
       limits,
-      async (rows) => ({ rows, ...await decryptAll(rows, session.userId) }),
+      (rows) => decryptAll(rows, session.userId),
     );
-    if (failed.size > 0) {
+    if (unread.length > 0) {
+      const failed = new Map<KeyFailure, SecretType[]>();
+      for (const { row, reason } of unread) {
+        // Key ids are names, not key material; they tell the operator which key to restore.
+        log.error(reason, {
+          user_id: session.userId,
+          secret_type: row.secret_type,
+          key_id: row.key_id,
+        });
+        failed.set(reason, [...(failed.get(reason) ?? []), row.secret_type]);
+      }
       // Nothing is released, and the trail says so: a second write, on this path only.
-      const unread = new Set([...failed.values()].flat());
-      const types = rows.map((row) => row.secret_type).filter((type) => unread.has(type));
+      const types = unread.map(({ row }) => row.secret_type);
       await recordRevealFailure(db, session, types).catch((error) => {
         // The answer below matters more to the caller; the operator sees this in the logs.
         log.error("reveal_failure_not_recorded", {

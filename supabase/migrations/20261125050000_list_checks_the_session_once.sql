@@ -6,7 +6,10 @@
 -- "session ended", which matters only when the read returns nothing. Now the read comes first, and
 -- the function's own check runs only then, back in the caller's role (the check is the service's:
 -- `authenticated` may not execute it). Same outcomes: a live session's rows; no live session, one
--- row with live = false; a live session with nothing stored, no row.
+-- row with live = false; a live session with nothing stored, no row. A read that finds rows is
+-- decided by `claims` (the policy reads the session from them), the check after an empty read by
+-- `session_id` and `user_id`: the caller passes all three from one verified token, as the service
+-- does (functions/user-secrets/vault-store.ts).
 
 create or replace function public.list_user_secrets(
   claims text,

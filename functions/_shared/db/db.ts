@@ -62,7 +62,8 @@ export interface Database extends Queryable {
    * as soon as they arrive: on a server, while the COMMIT is still under way (its wait for the WAL
    * flush, most of a small write's time). What `use` returns is handed back only once the commit
    * succeeded, so nothing made from the rows leaves before the statement's writes are durable;
-   * when the commit fails, its error is thrown and `use`'s result dropped.
+   * when the commit fails, its error is thrown and `use`'s result dropped. The request's deadline
+   * covers the statement and its commit, not `use`: keep `use` to local work (decryption, say).
    */
   queryOverlappingCommit<T extends Row, R>(
     statement: Statement,
