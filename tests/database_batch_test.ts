@@ -5,7 +5,7 @@
  * result is handed back only once the commit succeeded.
  */
 import assert from "node:assert/strict";
-import type { Database } from "../functions/_shared/db/db.ts";
+import { atCommit } from "./support/at-commit.ts";
 import { openTestDatabase, testEngines } from "./support/database.ts";
 import { createFreshPostgres } from "./support/fresh-postgres.ts";
 import { describeWithDatabase } from "./support/suite.ts";
@@ -98,7 +98,12 @@ describeWithDatabase("database batch", {
   async "queryOverlappingCommit: a commit that fails throws its error and drops use's result"(
     { database: { db } },
   ) {
-    await refusedAtCommit(db, "overlap_refused");
+    await db.execScript("create table overlap_refused (id int primary key)");
+    await atCommit(db, {
+      table: "overlap_refused",
+      name: "overlap_refused_refuse",
+      body: "raise exception 'refused at commit';",
+    });
     let used = false;
     await assert.rejects(
       db.queryOverlappingCommit(
@@ -132,16 +137,6 @@ describeWithDatabase("database batch", {
   },
 });
 
-/** `table`, whose every insert is refused when its transaction commits. */
-async function refusedAtCommit(db: Database, table: string): Promise<void> {
-  await db.execScript(`
-    create table ${table} (id int primary key);
-    create function ${table}_refuse() returns trigger language plpgsql as $$
-      begin raise exception 'refused at commit'; end $$;
-    create constraint trigger ${table}_refuse after insert on ${table}
-      deferrable initially deferred for each row execute function ${table}_refuse();`);
-}
-
 // In-process (PGlite) the statement has committed by the time use runs: nothing overlaps.
 Deno.test({
   name: "queryOverlappingCommit on a server: use runs while the commit is still under way",
@@ -153,12 +148,12 @@ Deno.test({
       // run, so the commit cannot finish before use does. Calling use only after the commit would
       // wait until the request's deadline (10 s here; the statement timeout is off by the time a
       // deferred trigger runs) and fail the test with DatabaseDeadlineError.
-      await db.execScript(`
-        create table overlap_waits (id int primary key);
-        create function overlap_waits_at_commit() returns trigger language plpgsql as $$
-          begin perform pg_advisory_xact_lock(4242); return null; end $$;
-        create constraint trigger overlap_waits_at_commit after insert on overlap_waits
-          deferrable initially deferred for each row execute function overlap_waits_at_commit();`);
+      await db.execScript("create table overlap_waits (id int primary key)");
+      await atCommit(db, {
+        table: "overlap_waits",
+        name: "overlap_waits_at_commit",
+        body: "perform pg_advisory_xact_lock(4242);",
+      });
       let letCommit = () => {};
       const commitMayGo = new Promise<void>((resolve) => letCommit = resolve);
       let lockHeld = () => {};

@@ -10,6 +10,7 @@ import type { Database } from "../functions/_shared/db/db.ts";
 import { type Logger, silentLogger } from "../functions/_shared/http/log.ts";
 import { createLocalApp } from "../server/app.ts";
 import { bearer, signIn, TEST_ORIGIN, type TestApp } from "./support/app.ts";
+import { atCommit } from "./support/at-commit.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 
 /** The app over a database whose every call (query, batch, transaction) is counted. */
@@ -233,20 +234,14 @@ describeWithDatabase("reveal audited in one round trip", {
 
 /** `send`'s answer while every 'reveal' event is refused when its transaction commits. */
 async function whileRevealsRefusedAtCommit<T>(db: Database, send: () => Promise<T>): Promise<T> {
-  await db.execScript(`
-    create function public.refuse_reveals_at_commit() returns trigger language plpgsql as $$
-      begin
-        if new.action = 'reveal' then raise exception 'audit refused at commit'; end if;
-        return null;
-      end $$;
-    create constraint trigger refuse_reveals_at_commit after insert on public.secret_events
-      deferrable initially deferred for each row
-      execute function public.refuse_reveals_at_commit();`);
+  const refusal = await atCommit(db, {
+    table: "public.secret_events",
+    name: "refuse_reveals_at_commit",
+    body: "if new.action = 'reveal' then raise exception 'audit refused at commit'; end if;",
+  });
   try {
     return await send();
   } finally {
-    await db.execScript(`
-      drop trigger refuse_reveals_at_commit on public.secret_events;
-      drop function public.refuse_reveals_at_commit();`);
+    await refusal.remove();
   }
 }
