@@ -23,9 +23,12 @@ export const UPSERT =
 export const CIPHERTEXTS =
   "select secret_type, ciphertext, iv, key_id from public.user_secrets where user_id = $1";
 
-/** The one audit row an audited reveal must commit. */
-export const AUDIT_INSERT = `insert into public.secret_events (user_id, secret_type, action)
-    values ($1, 'provider_a_api_key', 'reveal')`;
+/**
+ * The one audit row an audited reveal must commit. It names one type, as when the floor was set;
+ * the route's event names the seven it read (migration 20261125060000), a slightly larger row.
+ */
+export const AUDIT_INSERT = `insert into public.secret_events (user_id, secret_types, action)
+    values ($1, array['provider_a_api_key'], 'reveal')`;
 
 /**
  * The read and the committed insert as one statement: one round trip on every engine. Behind a

@@ -178,7 +178,6 @@ Deno.test({
              has_function_privilege('authenticated', 'public.hit_rate_limit(text, integer)', 'execute') as authenticated_rate_limit,
              has_function_privilege('authenticated', 'public.put_user_secret(uuid, uuid, text, bytea, bytea, text, text, integer, integer)', 'execute') as authenticated_put,
              has_function_privilege('authenticated', 'public.reveal_user_secrets(uuid, uuid, text[], text, integer, integer, integer)', 'execute') as authenticated_reveal,
-             has_function_privilege('authenticated', 'public.record_secret_reveal(text[])', 'execute') as authenticated_record_reveal,
              has_table_privilege('authenticated', 'public.user_secrets', 'insert') as authenticated_insert,
              has_table_privilege('authenticated', 'public.user_secrets', 'update') as authenticated_update,
              has_table_privilege('anon', 'public.user_secrets', 'select') as anon_select,
@@ -196,7 +195,6 @@ Deno.test({
             authenticated_rate_limit: false,
             authenticated_put: false,
             authenticated_reveal: false,
-            authenticated_record_reveal: false,
             authenticated_insert: false,
             authenticated_update: false,
             anon_select: false,
@@ -255,16 +253,15 @@ Deno.test({
           });
           assert.equal(missing.status, 404);
           assert.equal((await missing.json()).error.code, "secret_not_found");
-          const trail = await db.query<{ action: string }>(
-            "select action from public.secret_events where user_id = $1 order by id",
+          const trail = await db.query<{ action: string; secret_types: string[] }>(
+            "select action, secret_types from public.secret_events where user_id = $1 order by id",
             [creator.userId],
           );
-          assert.deepEqual(trail.map((e) => e.action), [
-            "put",
-            "put",
-            "reveal",
-            "reveal",
-            "delete",
+          assert.deepEqual(trail.map((e) => [e.action, e.secret_types.length]), [
+            ["put", 1],
+            ["put", 1],
+            ["reveal", 2],
+            ["delete", 1],
           ]);
 
           const logout = await app.fetch("/api/auth/logout", {

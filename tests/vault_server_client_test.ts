@@ -72,13 +72,14 @@ async function store(app: TestApp, token: string, types: readonly string[]) {
   return values;
 }
 
-async function revealEvents(app: TestApp, userId: string): Promise<string[]> {
-  const rows = await app.database.db.query<{ secret_type: string }>(
-    `select secret_type from public.secret_events
+/** The types each of the creator's reveal events names, one list per reveal. */
+async function revealEvents(app: TestApp, userId: string): Promise<string[][]> {
+  const rows = await app.database.db.query<{ secret_types: string[] }>(
+    `select secret_types from public.secret_events
       where user_id = $1 and action = 'reveal' order by id`,
     [userId],
   );
-  return rows.map((row) => row.secret_type);
+  return rows.map((row) => row.secret_types);
 }
 
 async function clientError(promise: Promise<unknown>): Promise<VaultError> {
@@ -169,12 +170,12 @@ describeWithDatabase("the vault server client", {
       "GET /functions/v1/user-secrets",
       "POST /functions/v1/user-secrets/reveal",
     ]);
-    assert.deepEqual(await revealEvents(app, creator.userId), A);
+    assert.deepEqual(await revealEvents(app, creator.userId), [A]);
 
     const preferred = await client.credentialsForStep(token, "video", ["provider_b"]);
     assert.equal(preferred.provider, "provider_b");
     assert.deepEqual(valuesOf(preferred), { provider_b_key: values.provider_b_key });
-    assert.deepEqual(await revealEvents(app, creator.userId), [...A, "provider_b_key"]);
+    assert.deepEqual(await revealEvents(app, creator.userId), [A, ["provider_b_key"]]);
 
     assert.equal((await client.credentialsForStep(token, "llm")).provider, "provider_e");
     assert.equal((await client.credentialsForStep(token, "multimodal")).provider, "provider_f");

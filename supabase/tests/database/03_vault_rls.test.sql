@@ -69,8 +69,8 @@ select throws_ok(
        '\x0404040404040404040404040404040404'::bytea, '\x000000000000000000000000'::bytea, 'k1') $$,
   '42501', null, 'authenticated cannot insert a vault row, not even in its own name');
 select throws_ok(
-  $$ insert into public.secret_events (user_id, secret_type, action)
-     values ('a0000000-0000-4000-8000-000000000001', 'provider_b_key', 'reveal') $$,
+  $$ insert into public.secret_events (user_id, secret_types, action)
+     values ('a0000000-0000-4000-8000-000000000001', array['provider_b_key'], 'reveal') $$,
   '42501', null, 'authenticated cannot write audit events');
 select throws_ok($$ select * from public.auth_sessions $$, '42501', null,
   'authenticated cannot read sessions');

@@ -66,11 +66,11 @@ select results_eq(
   $$ values ('revealed', 'provider_b_key', 'k1') $$,
   'a reveal returns the stored rows asked for');
 select results_eq(
-  $$ select action, secret_type from public.secret_events
+  $$ select action, secret_types from public.secret_events
       where user_id = 'c0000000-0000-4000-8000-000000000001' and action like 'reveal%'
       order by id $$,
-  $$ values ('reveal', 'provider_b_key') $$,
-  'and has recorded their reveal events in the same statement');
+  $$ values ('reveal', array['provider_b_key']) $$,
+  'and has recorded its reveal event, naming the types read, in the same statement');
 select results_eq(
   $$ select outcome from public.reveal_user_secrets('c0000000-0000-4000-8000-0000000000c2',
        'c0000000-0000-4000-8000-000000000001', array['provider_b_key'], 'bucket', 10, 10, 60) $$,
