@@ -83,15 +83,19 @@ Deno.test({
     const call = client(edge);
     const secretValues: string[] = [];
 
-    async function signIn(prefix: string, account = privateKeyToAccount(generatePrivateKey())) {
-      const nonce = await call(`${prefix}/nonce`, {
+    async function signIn(
+      prefix: string,
+      account = privateKeyToAccount(generatePrivateKey()),
+      via = call,
+    ) {
+      const nonce = await via(`${prefix}/nonce`, {
         method: "POST",
         body: { address: account.address, chainId: 1 },
       });
       assert.equal(nonce.status, 200, JSON.stringify(nonce.body));
       const message = nonce.body.message as string;
       const signature = await account.signMessage({ message });
-      const proof = await call(
+      const proof = await via(
         prefix === "/functions/v1/api/auth" ? `${prefix}/wallet-proof` : `${prefix}`,
         {
           method: "POST",
@@ -366,6 +370,64 @@ Deno.test({
           );
           assert.match(logs, /the function could not start: Error/);
           assert.ok(!logs.includes(password), "the database password reached the logs");
+        },
+      );
+
+      await t.step(
+        "without Uint8Array's hex and base64 codecs (a runtime older than V8 14): sign in, save, list, reveal, refresh",
+        async () => {
+          const shape = await startEdgeShape({
+            env,
+            functions: ["api"],
+            instancesPerFunction: 1,
+            preload: new URL("./support/without-native-codecs.ts", import.meta.url),
+          });
+          try {
+            const older = client(shape);
+            const session = await signIn("/functions/v1/api/auth", undefined, older);
+            const value = `sk-older-runtime-${crypto.randomUUID()}`;
+            secretValues.push(value);
+            const saved = await older("/functions/v1/api/secrets", {
+              method: "PUT",
+              token: session.access_token,
+              body: { secretType: "provider_c_key", value },
+            });
+            assert.equal(saved.status, 200, JSON.stringify(saved.body));
+            const listed = await older("/functions/v1/api/secrets", {
+              token: session.access_token,
+            });
+            assert.equal(listed.status, 200, JSON.stringify(listed.body));
+            const revealed = await older("/functions/v1/api/secrets/reveal", {
+              method: "POST",
+              token: session.access_token,
+              serverToken: serverRevealToken,
+              body: { secretTypes: ["provider_c_key"] },
+            });
+            assert.equal(revealed.status, 200, JSON.stringify(revealed.body));
+            assert.deepEqual(
+              (revealed.body.secrets as { value: string }[]).map((secret) => secret.value),
+              [value],
+            );
+            const refreshed = await older("/functions/v1/api/auth/refresh", {
+              method: "POST",
+              body: { refresh_token: session.refresh_token, retry_key: crypto.randomUUID() },
+            });
+            assert.equal(refreshed.status, 200, JSON.stringify(refreshed.body));
+            // Stored through the older runtime's hex, revealed by a current one: the same bytes.
+            const again = await call("/functions/v1/api/secrets/reveal", {
+              method: "POST",
+              token: refreshed.body.access_token as string,
+              serverToken: serverRevealToken,
+              body: { secretTypes: ["provider_c_key"] },
+            });
+            assert.equal(again.status, 200, JSON.stringify(again.body));
+            assert.deepEqual(
+              (again.body.secrets as { value: string }[]).map((secret) => secret.value),
+              [value],
+            );
+          } finally {
+            await shape.stop();
+          }
         },
       );
 

@@ -4,6 +4,7 @@
  * even send the header (CORS never allows it); a page never holds the token to send.
  */
 import { createHash } from "node:crypto";
+import { toHex } from "../_shared/bytes.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import { REVEAL_TOKEN_HEADER } from "../_shared/http/reveal-header.ts";
 
@@ -40,5 +41,5 @@ export function createRevealTokenCheck(
  */
 export function revealTokenBucket(configuredToken: string): string {
   const hash = digest(`wallet-vault/reveal-rate-limit/v1:${configuredToken}`);
-  return hash.subarray(0, 8).toHex();
+  return toHex(hash.subarray(0, 8));
 }

@@ -32,6 +32,8 @@ export interface EdgeOptions {
   readonly env: Readonly<Record<string, string>>;
   readonly instancesPerFunction?: number;
   readonly functions?: readonly FunctionName[];
+  /** A module each instance runs before its function (`deno run --preload`). */
+  readonly preload?: URL;
 }
 
 /** Where Deno keeps downloaded modules: the runtime's own, not the function's environment. */
@@ -69,6 +71,7 @@ export async function startEdgeShape(options: EdgeOptions): Promise<EdgeShape> {
           "--allow-net",
           "--allow-env",
           "--no-prompt",
+          ...(options.preload ? ["--preload", options.preload.pathname] : []),
           `functions/${name}/index.ts`,
         ],
         cwd: ROOT.pathname,

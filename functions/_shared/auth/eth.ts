@@ -10,6 +10,7 @@
  * about 0.1 ms against @noble/curves' 0.7–1 ms in Deno 2.9.6 (half of a sign-in's server CPU),
  * and Keccak-256. tests/eth_test.ts holds them equal to @noble/curves, @noble/hashes and viem.
  */
+import { fromBase64 } from "../bytes.ts";
 import { SECP256K1_WASM_BASE64 } from "./secp256k1-wasm.ts";
 
 export type Address = `0x${string}`;
@@ -101,13 +102,7 @@ let wasm: Wasm | undefined;
 /** Compiled on first use (~1 ms for the 54 KB module), so importing this module costs nothing. */
 function instance(): Wasm {
   if (wasm !== undefined) return wasm;
-  const base64 = SECP256K1_WASM_BASE64;
-  // Uint8Array.fromBase64 is recent (V8 14); older runtimes decode through atob.
-  const fromBase64 = (Uint8Array as { fromBase64?: (text: string) => Uint8Array<ArrayBuffer> })
-    .fromBase64;
-  const bytes = fromBase64
-    ? fromBase64(base64)
-    : Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+  const bytes = fromBase64(SECP256K1_WASM_BASE64);
   const exports = new WebAssembly.Instance(new WebAssembly.Module(bytes), {})
     .exports as unknown as WasmExports;
   // The module allocates nothing, so its memory never grows and these views stay valid.

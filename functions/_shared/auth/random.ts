@@ -1,9 +1,6 @@
-/** Tokens as URL-safe text (base64url without padding). */
-export function base64Url(bytes: Uint8Array): string {
-  return bytes.toBase64({ alphabet: "base64url", omitPadding: true });
-}
+import { toBase64Url } from "../bytes.ts";
 
-/** `bytes` random bytes as a token. */
+/** `bytes` random bytes as a token: URL-safe text (base64url without padding). */
 export function randomBase64Url(bytes: number): string {
-  return base64Url(crypto.getRandomValues(new Uint8Array(bytes)));
+  return toBase64Url(crypto.getRandomValues(new Uint8Array(bytes)));
 }

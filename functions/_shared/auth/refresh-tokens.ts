@@ -7,7 +7,8 @@
  * takes the spent token, the client's retry key (stored only as a hash) and the server key.
  */
 
-import { base64Url, randomBase64Url } from "./random.ts";
+import { toBase64Url } from "../bytes.ts";
+import { randomBase64Url } from "./random.ts";
 
 export function newRefreshToken(): string {
   return randomBase64Url(32);
@@ -52,6 +53,6 @@ export function refreshSuccessors(secret: string): RefreshSuccessor {
     key ??= derive();
     const input = new TextEncoder().encode(`${presented}\n${retryKey}`);
     const mac = await crypto.subtle.sign("HMAC", await key, input);
-    return base64Url(new Uint8Array(mac));
+    return toBase64Url(new Uint8Array(mac));
   };
 }

@@ -1,4 +1,5 @@
 import postgres from "postgres";
+import { fromHex, toHex } from "../bytes.ts";
 import { CONNECTION_LOST_CODES } from "./unavailable.ts";
 import type { Database, DatabaseSettings, Queryable, Row, Statement } from "./db.ts";
 import { createWarmConnections } from "./warm-connections.ts";
@@ -25,15 +26,15 @@ export class DatabaseDeadlineError extends Error {
 const CONNECTION_LOST = new Set(CONNECTION_LOST_CODES);
 
 /**
- * bytea both ways through the engine's native hex codec: the driver's default goes through Deno's
+ * bytea both ways through the engine's native hex codec where it has one (../bytes.ts): the driver's default goes through Deno's
  * Buffer hex code, which is JavaScript (a reveal decodes fourteen values: ~35 µs of CPU, measured
  * by bench:cpu-profile). Values come back as plain Uint8Arrays, as PGlite returns them.
  */
 const BYTEA = {
   to: 17,
   from: [17],
-  serialize: (bytes: Uint8Array) => `\\x${bytes.toHex()}`,
-  parse: (text: string) => Uint8Array.fromHex(text.slice(2)),
+  serialize: (bytes: Uint8Array) => `\\x${toHex(bytes)}`,
+  parse: (text: string) => fromHex(text.slice(2)),
 };
 
 export function openPostgres(settings: PostgresSettings): Database {
