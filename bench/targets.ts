@@ -26,7 +26,7 @@ export interface Target {
 // Causes are written after a run, from what that run, deno task bench:profile (in-process, µs per
 // call), bench:cpu-profile (server CPU per request), bench:schedule (ratios at 1 by measuring
 // schedule) and pgbench (server time per statement) measured; a target the latest run missed
-// without one is reported as such. The ratios printed beside them are the latest run's (3e45503,
+// without one is reported as such. The ratios printed beside them are the latest run's (caab7fd,
 // an AMD EPYC VM, 2026-11-25); the figures the causes cite name the run or VM they were measured on.
 const GUARDED =
   "Since 2026-11-25 the local floors go through the same connection guard as the route (docs/performance.md, Yardstick changes), so the guard is no longer part of the gap; the ratio against the floor without it is printed beside.";
@@ -74,13 +74,13 @@ export const TARGETS: readonly Target[] = [
     causes: {
       postgres: {
         at1:
-          `public.reveal_user_secrets checks the session, counts two limits (per creator and per server token: two counter upserts; this run counted them in one statement, since taken out again: docs/performance.md), reads the seven ciphertexts and inserts seven audit events, each with its foreign-key check, against the floor's read and one insert; the seven AES-256-GCM decryptions on WebCrypto run while the COMMIT is under way, and the answer waits for it. In process on the AMD EPYC VM of this run: the call 594 us against the floor's ~400 us; with one audit row instead of seven, ~66 us less (a copy of the function). On this VM the ratio at 1 moves more between runs than any change of this session moved it: the run of c46dc63, whose request path differs from this one only in where a failed decryption is logged, measured 1.36x (1.18-1.57x), the route's p50 at 1 at 1.12-1.20 ms and the floor's 0.67-1.07 ms; this run 1.68x (1.46-1.70x), the route at 1.11-1.33 ms and the floor at 0.59-0.79 ms. Before the decryptions overlapped the commit, one run measured 1.79x and that of b4f14d9 (the two counter upserts, as now) 1.54x (1.33-1.61x). ${GUARDED}`,
+          `public.reveal_user_secrets checks the session, counts two limits (per creator and per server token: two counter upserts), reads the seven ciphertexts and writes one audit event naming them (one per type until migration 20261125060000), against the floor's read and one insert; the seven AES-256-GCM decryptions on WebCrypto run while the COMMIT is under way, and the answer waits for it. In process on the AMD EPYC VM of the run of caab7fd, interleaved: the function's Postgres side ~540 us against ~460 us for the floor's statement (with seven audit rows: ~590 us). On this VM the ratio at 1 moves between runs nearly as much as any change made it move: with seven audit rows, the run of c46dc63 measured 1.36x (1.18-1.57x) and that of 3e45503 1.68x (1.46-1.70x); with one, that of caab7fd 1.44x (1.37-1.61x). ${GUARDED}`,
         loaded:
-          `At concurrency 8 the two cores are shared by the server, Postgres and the load generator, so p50 follows CPU per request: the server's CPU for the seven WebCrypto decryptions and seven rows' parsing, and Postgres's for seven audit rows, against a floor that decrypts nothing and inserts one row. ${GUARDED}`,
+          `At concurrency 8 the two cores are shared by the server, Postgres and the load generator, so p50 follows CPU per request: the server's CPU for the seven WebCrypto decryptions and seven rows' parsing, and Postgres's for the session check, two counters and the audit row, against a floor that decrypts nothing and inserts one row. ${GUARDED}`,
       },
       deployed: {
         at1:
-          "The same work as on PostgreSQL (two counter upserts, seven audit rows with their foreign-key checks, seven AES-256-GCM decryptions on WebCrypto overlapping the commit) against the floor's read and one insert, through the same pooler. As on PostgreSQL, the ratio at 1 moves between runs more than the code did: the run of c46dc63 (the same request path but for where a failed decryption is logged) measured 1.47x (1.23-1.68x), this one 1.63x (1.31-1.69x); over those two runs the route's p50 at 1 ranged from 1.40 to 2.20 ms against floors of 0.97 to 1.35 ms. Before the decryptions overlapped the commit: 1.55x (868633f, an Intel VM) and 1.66x (one run of 8cf852e on this VM). Of the levers left, one audit record per reveal instead of seven (in process, ~66 us of the call) is the team's to choose: the audit trail records one event per type revealed, as docs/api.md documents.",
+          "The same work as on PostgreSQL (two counter upserts, one audit event naming the seven types, seven AES-256-GCM decryptions on WebCrypto overlapping the commit) against the floor's read and one insert, through the same pooler. As on PostgreSQL, the ratio at 1 moves between runs: with seven audit rows, the run of c46dc63 measured 1.47x (1.23-1.68x) and that of 3e45503 1.63x (1.31-1.69x); with one, that of caab7fd 1.36x (1.22-1.50x).",
       },
     },
   },

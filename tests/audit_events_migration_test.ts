@@ -85,7 +85,9 @@ for (const engine of testEngines()) {
           ["reveal", ["provider_c_key"]],
           ["reveal_failed", ["provider_c_key"]],
         ]);
-        for (const types of ["{}", "{provider_b_key,NULL}"]) {
+        for (
+          const types of ["{}", "{provider_b_key,NULL}", "{{provider_b_key},{provider_c_key}}"]
+        ) {
           await assert.rejects(
             db.query(
               `insert into public.secret_events (user_id, secret_types, action)

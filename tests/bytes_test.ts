@@ -5,10 +5,10 @@
  */
 import assert from "node:assert/strict";
 import {
-  base64UrlInJavaScript,
   fromBase64InJavaScript,
   fromHexInJavaScript,
-  hexInJavaScript,
+  toBase64UrlInJavaScript,
+  toHexInJavaScript,
 } from "../functions/_shared/bytes.ts";
 
 const samples = [
@@ -20,11 +20,11 @@ const samples = [
 Deno.test("hex in JavaScript writes and reads what Uint8Array's own hex does", () => {
   for (const bytes of samples) {
     const text = bytes.toHex();
-    assert.equal(hexInJavaScript(bytes), text);
+    assert.equal(toHexInJavaScript(bytes), text);
     assert.deepEqual(fromHexInJavaScript(text), Uint8Array.fromHex(text));
     assert.deepEqual(fromHexInJavaScript(text.toUpperCase()), bytes);
   }
-  for (const invalid of ["a", "0g", "12 3", "zz", "0x12"]) {
+  for (const invalid of ["a", "0g", "12 3", "zz", "0x12", "é0", "0\u0130"]) {
     assert.throws(() => Uint8Array.fromHex(invalid), SyntaxError, invalid);
     assert.throws(() => fromHexInJavaScript(invalid), SyntaxError, invalid);
   }
@@ -33,10 +33,16 @@ Deno.test("hex in JavaScript writes and reads what Uint8Array's own hex does", (
 Deno.test("base64 in JavaScript writes and reads what Uint8Array's own base64 does", () => {
   for (const bytes of samples) {
     assert.equal(
-      base64UrlInJavaScript(bytes),
+      toBase64UrlInJavaScript(bytes),
       bytes.toBase64({ alphabet: "base64url", omitPadding: true }),
     );
     const standard = bytes.toBase64();
     assert.deepEqual(fromBase64InJavaScript(standard), Uint8Array.fromBase64(standard));
+    const unpadded = standard.replace(/=+$/, "");
+    assert.deepEqual(fromBase64InJavaScript(unpadded), Uint8Array.fromBase64(unpadded));
+  }
+  for (const invalid of ["a", "ab$=", "!!!!", "QQ==QQ=="]) {
+    assert.throws(() => Uint8Array.fromBase64(invalid), SyntaxError, invalid);
+    assert.throws(() => fromBase64InJavaScript(invalid), SyntaxError, invalid);
   }
 });

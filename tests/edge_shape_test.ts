@@ -425,6 +425,12 @@ Deno.test({
               (again.body.secrets as { value: string }[]).map((secret) => secret.value),
               [value],
             );
+            const logs = shape.output();
+            for (
+              const secret of [value, serverRevealToken, env.JWT_SECRET, session.refresh_token]
+            ) {
+              assert.ok(!logs.includes(secret), "a secret reached the logs");
+            }
           } finally {
             await shape.stop();
           }

@@ -1,6 +1,6 @@
 /**
  * Reveal in one round trip (issue 15 item 3), on both engines: the ciphertexts are read and their
- * 'reveal' events written in one database call, committed before anything is released (the rows
+ * 'reveal' event written in one database call, committed before anything is released (the rows
  * are decrypted while the commit is under way, and a commit that fails releases nothing); a decryption that then fails is recorded as 'reveal_failed' (a second call on that path
  * only) and answered as before. Every other vault route is one database call as well.
  */
@@ -112,6 +112,22 @@ describeWithDatabase("reveal audited in one round trip", {
       ["reveal", ["provider_a_org_id", "provider_b_key"]],
       ["delete", ["provider_a_org_id"]],
     ]);
+  },
+
+  async "a reveal that reads nothing records nothing"(app) {
+    const creator = await signIn(app);
+    const counting = countingApp(app);
+    await counting.send("PUT", "/api/secrets", creator.accessToken, {
+      secretType: "provider_b_key",
+      value: `sk-kept-${crypto.randomUUID()}`,
+    });
+    for (const secretTypes of [[], ["provider_d_key"]]) {
+      const answer = await counting.send("POST", "/api/secrets/reveal", creator.accessToken, {
+        secretTypes,
+      });
+      assert.deepEqual([answer.status, answer.body], [200, { secrets: [] }], answer.text);
+    }
+    assert.deepEqual(await trail(app, creator.userId), [["put", ["provider_b_key"]]]);
   },
 
   async "a reveal whose audit cannot be written releases nothing"(app) {

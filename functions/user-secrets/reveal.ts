@@ -72,8 +72,8 @@ export function revealRoute({ db, sessions, keyring, log, config }: RevealDeps):
     checkRevealToken(request);
     const session = await sessions.verifyToken(requireSessionToken(request, config.publicApiKeys));
     const secretTypes = parseRevealRequest(await readOptionalJson(request));
-    // The read and its 'reveal' events are one statement, committed before anything is released
-    // (as an audit log records a request before it is answered): no value leaves without its
+    // The read and its 'reveal' event are one statement, committed before anything is released
+    // (as an audit log records a request before it is answered): no value leaves without the
     // event, and a failed audit, or a session that has ended, reads nothing. The rows are
     // decrypted while the commit is under way; a commit that fails drops what was decrypted.
     const { revealed, unread } = await readForReveal(

@@ -117,9 +117,9 @@ export async function deleteSecret(
 
 /**
  * The stored rows of `secretTypes`, in that order, read in the statement that writes their
- * 'reveal' events, and handed to `open` as they arrive, while that statement's COMMIT is under way.
+ * 'reveal' event, and handed to `open` as they arrive, while that statement's COMMIT is under way.
  * What `open` makes is returned only once the commit succeeded: nothing made from the rows leaves
- * before their events are durable, and a refusal (an ended session, a limit) throws after its
+ * before the event is durable, and a refusal (an ended session, a limit) throws after its
  * count was committed.
  */
 export function readForReveal<R>(

@@ -1,22 +1,26 @@
 -- One audit event per reveal: the request, as an audit log records it, naming every type it read.
 --
--- A reveal wrote one secret_events row per type it read: seven rows for a live run's usual reveal,
--- each with its own foreign-key check and index entries, and reveals are the trail's most frequent
--- event (every live run makes one). Now an event names its types in `secret_types`: every type a
--- reveal read, in the order asked for, or the types a failed reveal could not decrypt; the one type
--- a put, delete or rotation touched. Events written before this migration keep one type each.
--- What the trail tells is unchanged (who, which types, what, when; never a value), as is who may
--- read it: the creator, under the live-session policy.
+-- A reveal wrote one secret_events row per type it read, each with its own foreign-key check and
+-- index entries: seven for a reveal of every stored type (the default when none are named), one or
+-- two for a live run's credentialsForStep; reveals are the trail's most frequent event. Now an
+-- event names its types in `secret_types`: every type a reveal read, or the types a failed reveal
+-- could not decrypt (in the order of the request's types, which the service sends in the order
+-- every list uses); the one type a put, delete or rotation touched. What the trail tells is
+-- unchanged (who, which types, what, when; never a value), as is who may read it: the creator,
+-- under the live-session policy.
+--
+-- The column is converted in place, one rewrite of the table under its exclusive lock: writes,
+-- reveals and creators' reads of the trail wait for it. Events written before keep their one type.
 
-alter table public.secret_events add column secret_types text[];
-update public.secret_events set secret_types = array[secret_type];
 alter table public.secret_events
-  alter column secret_types set not null,
+  alter column secret_type type text[] using array[secret_type];
+alter table public.secret_events rename column secret_type to secret_types;
+alter table public.secret_events
   add constraint secret_events_secret_types_check
-    check (cardinality(secret_types) >= 1 and array_position(secret_types, null) is null),
-  drop column secret_type;
+    check (array_ndims(secret_types) = 1 and cardinality(secret_types) >= 1
+      and array_position(secret_types, null) is null);
 
--- Unused since 20261124000000 (no role may execute it) and written for the old shape.
+-- Unused by the service (authenticated lost it in 20261124000000) and written for the old shape.
 drop function public.record_secret_reveal(text[]);
 
 -- As in 20261122000000, one event per written row, its type as a one-element array.

@@ -1,9 +1,9 @@
 -- The service's vault functions (executable by its own connection only): each checks the session
 -- is live and counts the request against its limit before it writes; a reveal's read and its audit
--- events are one statement.
+-- event are one statement.
 begin;
 create extension if not exists pgtap with schema extensions;
-select plan(12);
+select plan(14);
 
 insert into public.wallet_users (id, wallet_address) values
   ('c0000000-0000-4000-8000-000000000001', '0xcccccccccccccccccccccccccccccccccccccccc');
@@ -58,19 +58,26 @@ select results_eq(
   $$ values ('not_found') $$,
   'deleting a type that is not stored says so');
 
+insert into public.user_secrets (user_id, secret_type, ciphertext, iv, key_id) values
+  ('c0000000-0000-4000-8000-000000000001', 'provider_e_key',
+    '\x0505050505050505050505050505050505'::bytea, '\x000000000000000000000000'::bytea, 'k1');
 select results_eq(
   $$ select outcome, secret_type, key_id
        from public.reveal_user_secrets('c0000000-0000-4000-8000-0000000000c1',
-       'c0000000-0000-4000-8000-000000000001', array['provider_b_key', 'provider_e_key'],
-       'bucket', 10, 10, 60) $$,
-  $$ values ('revealed', 'provider_b_key', 'k1') $$,
-  'a reveal returns the stored rows asked for');
+       'c0000000-0000-4000-8000-000000000001',
+       array['provider_e_key', 'provider_d_key', 'provider_b_key'], 'bucket', 10, 10, 60) $$,
+  $$ values ('revealed', 'provider_e_key', 'k1'), ('revealed', 'provider_b_key', 'k1') $$,
+  'a reveal returns the stored rows asked for, in the order asked for');
 select results_eq(
   $$ select action, secret_types from public.secret_events
       where user_id = 'c0000000-0000-4000-8000-000000000001' and action like 'reveal%'
       order by id $$,
-  $$ values ('reveal', array['provider_b_key']) $$,
-  'and has recorded its reveal event, naming the types read, in the same statement');
+  $$ values ('reveal', array['provider_e_key', 'provider_b_key']) $$,
+  'and has recorded one reveal event naming the types read, in that order, in the same statement');
+select is_empty(
+  $$ select * from public.reveal_user_secrets('c0000000-0000-4000-8000-0000000000c1',
+       'c0000000-0000-4000-8000-000000000001', array['provider_d_key'], 'bucket', 10, 10, 60) $$,
+  'a reveal of a type not stored reads nothing');
 select results_eq(
   $$ select outcome from public.reveal_user_secrets('c0000000-0000-4000-8000-0000000000c2',
        'c0000000-0000-4000-8000-000000000001', array['provider_b_key'], 'bucket', 10, 10, 60) $$,
@@ -78,14 +85,19 @@ select results_eq(
   'a revoked session reveals nothing');
 select is(
   public.record_reveal_failure('c0000000-0000-4000-8000-0000000000c1',
-    'c0000000-0000-4000-8000-000000000001', array['provider_b_key']),
-  1, 'a failed decryption is recorded');
+    'c0000000-0000-4000-8000-000000000001', array['provider_e_key', 'provider_b_key']),
+  1, 'failed decryptions are recorded as one event');
+select is(
+  public.record_reveal_failure('c0000000-0000-4000-8000-0000000000c1',
+    'c0000000-0000-4000-8000-000000000001', array[]::text[]),
+  0, 'no type named, nothing recorded');
 select results_eq(
-  $$ select action from public.secret_events
+  $$ select action, secret_types from public.secret_events
       where user_id = 'c0000000-0000-4000-8000-000000000001' and action like 'reveal%'
       order by id $$,
-  $$ values ('reveal'), ('reveal_failed') $$,
-  'as reveal_failed, after its reveal');
+  $$ values ('reveal', array['provider_e_key', 'provider_b_key']),
+    ('reveal_failed', array['provider_e_key', 'provider_b_key']) $$,
+  'the reveal that read nothing recorded nothing; reveal_failed follows its reveal');
 
 select * from finish();
 rollback;
