@@ -397,34 +397,26 @@ Deno.test({
               token: session.access_token,
             });
             assert.equal(listed.status, 200, JSON.stringify(listed.body));
-            const revealed = await older("/functions/v1/api/secrets/reveal", {
-              method: "POST",
-              token: session.access_token,
-              serverToken: serverRevealToken,
-              body: { secretTypes: ["provider_c_key"] },
-            });
-            assert.equal(revealed.status, 200, JSON.stringify(revealed.body));
-            assert.deepEqual(
-              (revealed.body.secrets as { value: string }[]).map((secret) => secret.value),
-              [value],
-            );
+            /** provider_c_key's value, revealed through `via` with `token`. */
+            const revealedValue = async (via: typeof call, token: string) => {
+              const revealed = await via("/functions/v1/api/secrets/reveal", {
+                method: "POST",
+                token,
+                serverToken: serverRevealToken,
+                body: { secretTypes: ["provider_c_key"] },
+              });
+              assert.equal(revealed.status, 200, JSON.stringify(revealed.body));
+              return (revealed.body.secrets as { value: string }[]).map((secret) => secret.value);
+            };
+            assert.deepEqual(await revealedValue(older, session.access_token), [value]);
             const refreshed = await older("/functions/v1/api/auth/refresh", {
               method: "POST",
               body: { refresh_token: session.refresh_token, retry_key: crypto.randomUUID() },
             });
             assert.equal(refreshed.status, 200, JSON.stringify(refreshed.body));
             // Stored through the older runtime's hex, revealed by a current one: the same bytes.
-            const again = await call("/functions/v1/api/secrets/reveal", {
-              method: "POST",
-              token: refreshed.body.access_token as string,
-              serverToken: serverRevealToken,
-              body: { secretTypes: ["provider_c_key"] },
-            });
-            assert.equal(again.status, 200, JSON.stringify(again.body));
-            assert.deepEqual(
-              (again.body.secrets as { value: string }[]).map((secret) => secret.value),
-              [value],
-            );
+            const currentToken = refreshed.body.access_token as string;
+            assert.deepEqual(await revealedValue(call, currentToken), [value]);
             const logs = shape.output();
             for (
               const secret of [value, serverRevealToken, env.JWT_SECRET, session.refresh_token]
