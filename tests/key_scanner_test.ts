@@ -594,10 +594,11 @@ Deno.test("a real key that contains 'here', 'your' or a run like 'abcdef' is sti
 });
 
 Deno.test("files git does not compare with the working copy (assume-unchanged, skip-worktree) are read from the index, with or without --history", async () => {
-  const [hidden, sparse] = [fakeKeys().openai, fakeKeys().huggingface];
+  const [hidden, sparse, kept] = [fakeKeys().openai, fakeKeys().huggingface, fakeKeys().github];
   await using repo = await gitRepo({
     "a.env": `OPENAI_API_KEY=${hidden}\n`,
     "b.env": `HF_TOKEN=${sparse}\n`,
+    "c.env": `GITHUB_TOKEN=${kept}\n`,
   });
   await repo.git("add", ".");
   await repo.git("commit", "-qm", "leak");
@@ -607,11 +608,14 @@ Deno.test("files git does not compare with the working copy (assume-unchanged, s
   await Deno.writeTextFile(`${repo.dir}/a.env`, "OPENAI_API_KEY=${OPENAI_API_KEY}\n");
   await repo.git("update-index", "--skip-worktree", "b.env");
   await Deno.remove(`${repo.dir}/b.env`);
+  // c.env is flagged too, but its working copy still holds what was staged: found there, once.
+  await repo.git("update-index", "--assume-unchanged", "c.env");
   for (const history of [false, true]) {
     const report = await scanProject(repo.dir, { history });
     assert.deepEqual(
       report.findings.map((f) => [f.file, f.line, f.column, f.kind, f.source]),
       [
+        ["c.env", 1, 14, KIND_OF.github, undefined],
         ["a.env", 1, 16, KIND_OF.openai, "staged"],
         ["b.env", 1, 10, KIND_OF.huggingface, "staged"],
       ],

@@ -58,13 +58,29 @@ export async function indexEntries(root: string): Promise<BlobRef[]> {
 /**
  * Staged content the working copy may not show: the index blobs (of `index`, from indexEntries)
  * of files modified or deleted in the working copy since they were staged, and of files git does
- * not compare with the working copy at all (uncomparedPaths). Git vouches that every other entry
- * is what the working copy holds.
+ * not compare with the working copy (uncomparedPaths) whose working copy differs. Git vouches that
+ * every other entry is what the working copy holds.
  */
 export async function stagedChanges(root: string, index: readonly BlobRef[]): Promise<BlobRef[]> {
   const changed = new Set(nulSeparated(await git(root, ["ls-files", "-m", "-z"])));
-  for (const path of await uncomparedPaths(root)) changed.add(path);
+  const staged = new Map(index.map((entry) => [entry.path, entry.sha]));
+  for (const path of await uncomparedPaths(root)) {
+    // Compared here instead: a working copy that still holds the staged blob is read there once.
+    if (await workingCopyBlob(root, path) !== staged.get(path)) changed.add(path);
+  }
   return index.filter((entry) => changed.has(entry.path));
+}
+
+/** The blob id git would give the working copy's file at `path`; null when there is none. */
+async function workingCopyBlob(root: string, path: string): Promise<string | null> {
+  const result = await new Deno.Command("git", {
+    args: ["hash-object", "--", path],
+    cwd: root,
+    env: { GIT_OPTIONAL_LOCKS: "0" },
+    stdout: "piped",
+    stderr: "null",
+  }).output();
+  return result.success ? decoder.decode(result.stdout).trim() : null;
 }
 
 /**
