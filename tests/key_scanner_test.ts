@@ -665,6 +665,9 @@ Deno.test("literals assigned by subscript, to an attribute, in escaped notebook 
       "MISTRAL_API_KEY",
     ],
     ["Dockerfile", `ENV MISTRAL_API_KEY ${value}`, "MISTRAL_API_KEY"],
+    // JSON held in a JSON string (a saved request, a Postman collection): its values stay quoted.
+    ["request.json", `"{\\"MISTRAL_API_KEY\\": \\"${value}\\"}"`, "MISTRAL_API_KEY"],
+    ["collection.json", `{"raw": "{\\"api_key\\":\\"${value}\\"}"}`, "api_key"],
     // An escape inside the quotes is not part of the value.
     ["data.json", `{"api_key": "${value}\\n"}`, "api_key"],
   ];
@@ -683,6 +686,8 @@ Deno.test("literals assigned by subscript, to an attribute, in escaped notebook 
     ["app.js", "process.env.MISTRAL_API_KEY = readKey2();"],
     ["app.py", `client.api_key = os.environ["MISTRAL_API_KEY"]`],
     ["Dockerfile", "ENV MISTRAL_API_KEY ${MISTRAL_API_KEY}"],
+    ["collection.json", `{"raw": "{\\"api_key\\": apiKey}"}`],
+    ["collection.json", `{"raw": "{\\"api_key\\": \\"{{apiKey}}\\"}"}`],
   ];
   for (const [file, line] of quiet) assert.deepEqual(scanText(line, file), [], line);
 });

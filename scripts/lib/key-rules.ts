@@ -73,12 +73,27 @@ export function isCredentialName(name: string): boolean {
 const ENCODED_CHARACTER =
   /\\(?:[nrtbf"\\/]|u[0-9a-fA-F]{4})|%[0-7][0-9A-Fa-f]|%[C-Fc-f][0-9A-Fa-f](?:%[89ABab][0-9A-Fa-f]){1,3}/g;
 
+/** An escaped double quote, as JSON writes one inside a string (`\"`, `\u0022`). */
+const ESCAPED_QUOTE = /^\\(?:"|u0022)$/i;
+/** What may follow a closing quote: the end, space, or what separates or closes a value. */
+const AFTER_CLOSING_QUOTE = /^(?:$|[\s:,;=}\]\\)])/;
+
 /**
  * The text with each escape and percent-encoding overwritten by spaces of the same length: what
- * they encode no longer glues to a key, and columns stay those of the text.
+ * they encode no longer glues to a key, and columns stay those of the text. An escaped double
+ * quote stays a quote, next to what it quotes (last when it opens, first when it closes), so JSON
+ * held in a JSON string (`"{\"API_KEY\": \"…\"}"`) still quotes its values: a quoted value is a
+ * literal even in code.
  */
 export function blankEncodings(text: string): string {
-  return text.replace(ENCODED_CHARACTER, (encoded) => " ".repeat(encoded.length));
+  return text.replace(ENCODED_CHARACTER, (encoded, offset: number) => {
+    const blank = " ".repeat(encoded.length - 1);
+    if (!ESCAPED_QUOTE.test(encoded)) return `${blank} `;
+    const closes = AFTER_CLOSING_QUOTE.test(
+      text.slice(offset + encoded.length, offset + encoded.length + 1),
+    );
+    return closes ? `"${blank}` : `${blank}"`;
+  });
 }
 
 /** The value after a name: a quoted string, or a bare token. Groups 3 to 6. */

@@ -121,7 +121,7 @@ export class LineScanner {
       }
     }
 
-    for (const match of ASSIGNMENTS.flatMap((pattern) => [...text.matchAll(pattern)])) {
+    for (const match of ASSIGNMENTS.flatMap((pattern) => [...overlappingMatches(pattern, text)])) {
       const name = match[2];
       if (!isCredentialName(name)) continue;
       const quoted = match[3] ?? match[4] ?? match[5];
@@ -133,6 +133,20 @@ export class LineScanner {
       const end = match.index + match[0].length - (quoted === undefined ? 0 : 1);
       add(end - raw.trimStart().length, value, `value assigned to ${name}`);
     }
+  }
+}
+
+/**
+ * Every match of the global `pattern`, each search starting one character after the last match
+ * began: a value quoted in JSON held in a JSON string (`"body": "{\"api_key\": \"…\"}"`) starts
+ * inside the match of the string that holds it, which `matchAll` would skip. `add` keeps one
+ * finding per value.
+ */
+function* overlappingMatches(pattern: RegExp, text: string): Generator<RegExpExecArray> {
+  const search = new RegExp(pattern.source, pattern.flags);
+  for (let match = search.exec(text); match !== null; match = search.exec(text)) {
+    yield match;
+    search.lastIndex = match.index + 1;
   }
 }
 
