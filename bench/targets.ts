@@ -26,7 +26,7 @@ export interface Target {
 // Causes are written after a run, from what that run, deno task bench:profile (in-process, µs per
 // call), bench:cpu-profile (server CPU per request), bench:schedule (ratios at 1 by measuring
 // schedule) and pgbench (server time per statement) measured; a target the latest run missed
-// without one is reported as such. The ratios printed beside them are the latest run's (caab7fd,
+// without one is reported as such. The ratios printed beside them are the latest run's (fe3d7e1,
 // an AMD EPYC VM, 2026-11-25); the figures the causes cite name the run or VM they were measured on.
 const GUARDED =
   "Since 2026-11-25 the local floors go through the same connection guard as the route (docs/performance.md, Yardstick changes), so the guard is no longer part of the gap; the ratio against the floor without it is printed beside.";
@@ -74,13 +74,13 @@ export const TARGETS: readonly Target[] = [
     causes: {
       postgres: {
         at1:
-          `public.reveal_user_secrets checks the session, counts two limits (per creator and per server token: two counter upserts), reads the seven ciphertexts and writes one audit event naming them (one per type until migration 20261125060000), against the floor's read and one insert; the seven AES-256-GCM decryptions on WebCrypto run while the COMMIT is under way, and the answer waits for it. In process on the AMD EPYC VM of the run of caab7fd, interleaved: the function's Postgres side ~540 us against ~460 us for the floor's statement (with seven audit rows: ~590 us). On this VM the ratio at 1 moves between runs nearly as much as any change made it move: with seven audit rows, the run of c46dc63 measured 1.36x (1.18-1.57x) and that of 3e45503 1.68x (1.46-1.70x); with one, that of caab7fd 1.44x (1.37-1.61x). ${GUARDED}`,
+          `public.reveal_user_secrets checks the session, counts two limits (per creator and per server token: two counter upserts), reads the seven ciphertexts and writes one audit event naming them (one per type until migration 20261125060000), against the floor's read and one insert; the seven AES-256-GCM decryptions on WebCrypto run while the COMMIT is under way, and the answer waits for it. In process on the AMD EPYC VM of the runs of caab7fd and fe3d7e1, interleaved: the function's Postgres side ~540 us against ~460 us for the floor's statement (with seven audit rows: ~590 us). On this VM the ratio at 1 moves between runs nearly as much as any change made it move: with seven audit rows, the run of c46dc63 measured 1.36x (1.18-1.57x) and that of 3e45503 1.68x (1.46-1.70x); with one, those of caab7fd 1.44x (1.37-1.61x) and fe3d7e1 1.47x (1.44-1.72x), within the target by little. ${GUARDED}`,
         loaded:
           `At concurrency 8 the two cores are shared by the server, Postgres and the load generator, so p50 follows CPU per request: the server's CPU for the seven WebCrypto decryptions and seven rows' parsing, and Postgres's for the session check, two counters and the audit row, against a floor that decrypts nothing and inserts one row. ${GUARDED}`,
       },
       deployed: {
         at1:
-          "The same work as on PostgreSQL (two counter upserts, one audit event naming the seven types, seven AES-256-GCM decryptions on WebCrypto overlapping the commit) against the floor's read and one insert, through the same pooler. As on PostgreSQL, the ratio at 1 moves between runs: with seven audit rows, the run of c46dc63 measured 1.47x (1.23-1.68x) and that of 3e45503 1.63x (1.31-1.69x); with one, that of caab7fd 1.36x (1.22-1.50x).",
+          "The same work as on PostgreSQL (two counter upserts, one audit event naming the seven types, seven AES-256-GCM decryptions on WebCrypto overlapping the commit) against the floor's read and one insert, through the same pooler. As on PostgreSQL, the ratio at 1 moves between runs: with seven audit rows, the run of c46dc63 measured 1.47x (1.23-1.68x) and that of 3e45503 1.63x (1.31-1.69x); with one, those of caab7fd 1.36x (1.22-1.50x) and fe3d7e1 1.30x (1.17-1.54x).",
       },
     },
   },
