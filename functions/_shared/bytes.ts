@@ -2,8 +2,9 @@
  * Bytes as hex and base64: the engine's own codecs (`Uint8Array.prototype.toHex`, `fromHex`,
  * `toBase64`, `fromBase64`: V8 14) where the runtime has them, JavaScript where it does not, each
  * chosen on its own when this module loads. Supabase's Edge Runtime has trailed Deno's releases (it
- * served Deno 2.1 in 2025), so a deployed function must not depend on them;
- * `tests/edge_shape_test.ts` runs the api function with them removed.
+ * served Deno 2.1 in 2025), so a deployed function must not depend on them:
+ * `tests/older_runtime_test.ts` runs the functions on Deno 2.1, and `tests/edge_shape_test.ts`
+ * runs the api function with the codecs removed.
  */
 
 interface NativeEncoders {

@@ -9,11 +9,13 @@
  * edge runtime's isolate recycling, wall-clock, CPU and memory limits.
  */
 import { FUNCTION_NAMES } from "../../functions/api/handler.ts";
+import type { OlderDeno } from "./older-deno.ts";
 import { freePort, waitForPort } from "./ports.ts";
 
 export type FunctionName = typeof FUNCTION_NAMES[number];
 
 const ROOT = new URL("../../", import.meta.url);
+const SERVE_ON_PORT = new URL("./serve-on-port.ts", import.meta.url).pathname;
 
 export interface EdgeShape {
   /** The gateway, like `https://<project>.supabase.co`. */
@@ -34,6 +36,8 @@ export interface EdgeOptions {
   readonly functions?: readonly FunctionName[];
   /** A module each instance runs before its function (`deno run --preload`). */
   readonly preload?: URL;
+  /** Another Deno to run the functions with (tests/support/older-deno.ts); this one by default. */
+  readonly runtime?: OlderDeno;
 }
 
 /** Where Deno keeps downloaded modules: the runtime's own, not the function's environment. */
@@ -49,7 +53,8 @@ async function denoDir(): Promise<string> {
 }
 
 export async function startEdgeShape(options: EdgeOptions): Promise<EdgeShape> {
-  const cache = await denoDir();
+  const runtime = options.runtime;
+  const cache = runtime?.denoDir ?? await denoDir();
   const functions = options.functions ?? FUNCTION_NAMES;
   const perFunction = options.instancesPerFunction ?? 2;
   const children: Deno.ChildProcess[] = [];
@@ -65,19 +70,21 @@ export async function startEdgeShape(options: EdgeOptions): Promise<EdgeShape> {
     instances[name] = [];
     for (let i = 0; i < perFunction; i++) {
       const port = freePort();
-      const child = new Deno.Command(Deno.execPath(), {
+      const child = new Deno.Command(runtime?.deno ?? Deno.execPath(), {
         args: [
           "run",
           "--allow-net",
           "--allow-env",
           "--no-prompt",
           ...(options.preload ? ["--preload", options.preload.pathname] : []),
-          `functions/${name}/index.ts`,
+          // An older Deno reads neither this Deno's lockfile nor DENO_SERVE_ADDRESS.
+          ...(runtime ? ["--no-lock", SERVE_ON_PORT] : [`functions/${name}/index.ts`]),
         ],
         cwd: ROOT.pathname,
         clearEnv: true,
         env: {
           ...options.env,
+          ...(runtime ? { ...runtime.env, FUNCTION_NAME: name, FUNCTION_PORT: String(port) } : {}),
           DENO_SERVE_ADDRESS: `tcp:127.0.0.1:${port}`,
           DENO_DIR: cache,
           DENO_NO_UPDATE_CHECK: "1",
@@ -138,7 +145,11 @@ export async function startEdgeShape(options: EdgeOptions): Promise<EdgeShape> {
         body: request.body === null ? null : await request.arrayBuffer(),
         redirect: "manual",
       });
-      return new Response(upstream.body, { status: upstream.status, headers: upstream.headers });
+      // fetch has decoded the body: its encoding and length are no longer what is sent on.
+      const answer = new Headers(upstream.headers);
+      answer.delete("content-encoding");
+      answer.delete("content-length");
+      return new Response(upstream.body, { status: upstream.status, headers: answer });
     },
   );
 

@@ -1,0 +1,64 @@
+/**
+ * An older Deno to run the deployed functions with: a 2.1 release (V8 13.0), the line Supabase's
+ * Edge Runtime followed in 2025, from npm into .cache/ (.ci/run installs it: OLDER_DENO_INSTALL).
+ * It gets its own DENO_DIR, since its cache and lockfile formats are older than this Deno's.
+ */
+export const OLDER_DENO_VERSION = "2.1.4";
+const PREFIX = `.cache/deno-${OLDER_DENO_VERSION}`;
+export const OLDER_DENO_INSTALL =
+  `npm install --prefix ${PREFIX} --no-save --no-package-lock deno@${OLDER_DENO_VERSION}`;
+
+const ROOT = new URL("../../", import.meta.url);
+const FUNCTION_ENTRIES = ["api", "wallet-proof", "user-secrets"].map((name) =>
+  `functions/${name}/index.ts`
+);
+
+export interface OlderDeno {
+  /** The native executable. */
+  readonly deno: string;
+  readonly denoDir: string;
+  /** What the older Deno needs besides the function's environment (a custom CA, if any). */
+  readonly env: Readonly<Record<string, string>>;
+}
+
+async function run(command: string, args: string[], env: Record<string, string>) {
+  const result = await new Deno.Command(command, {
+    args,
+    cwd: ROOT.pathname,
+    env: { ...env, DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output().catch((error) => ({ success: false, stdout: new Uint8Array(), stderr: error }));
+  const text = (bytes: unknown) =>
+    bytes instanceof Uint8Array ? new TextDecoder().decode(bytes).trim() : String(bytes);
+  return { success: result.success, stdout: text(result.stdout), stderr: text(result.stderr) };
+}
+
+/**
+ * The installed older Deno with the functions' modules already in its cache (downloaded here once,
+ * so an instance starts as fast as on this Deno), or why there is none.
+ */
+export async function findOlderDeno(): Promise<{ found: OlderDeno } | { missing: string }> {
+  const launcher = new URL(`${PREFIX}/node_modules/.bin/deno`, ROOT).pathname;
+  const denoDir = new URL(`${PREFIX}/deno-dir`, ROOT).pathname;
+  // The npm registry's certificate authority, when this machine uses its own.
+  const cert = Deno.env.get("DENO_CERT") ?? Deno.env.get("SSL_CERT_FILE");
+  const env: Record<string, string> = cert ? { DENO_CERT: cert } : {};
+  const located = await run(
+    launcher,
+    ["eval", "--no-lock", "console.log(Deno.execPath(), Deno.version.deno)"],
+    { ...env, DENO_DIR: denoDir },
+  );
+  const [deno, version] = located.stdout.split(" ");
+  if (!located.success || version !== OLDER_DENO_VERSION) {
+    return { missing: `Deno ${OLDER_DENO_VERSION} is not installed (${OLDER_DENO_INSTALL})` };
+  }
+  const cached = await run(deno, ["cache", "--no-lock", ...FUNCTION_ENTRIES], {
+    ...env,
+    DENO_DIR: denoDir,
+  });
+  if (!cached.success) {
+    throw new Error(`Deno ${version} could not cache the functions:\n${cached.stderr}`);
+  }
+  return { found: { deno, denoDir, env } };
+}
