@@ -11,7 +11,7 @@ import { createClient, FunctionsHttpError } from "@supabase/supabase-js";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { generateDevKeys } from "../server/dev-keys.ts";
 import { openTestDatabase } from "./support/database.ts";
-import { type EdgeShape, startEdgeShape, supabaseShapedKey } from "./support/edge.ts";
+import { edgeClient, type EdgeShape, startEdgeShape, supabaseShapedKey } from "./support/edge.ts";
 import { findPgBouncer, startPgBouncer } from "./support/pgbouncer.ts";
 
 const ORIGIN = "https://app.example.com";
@@ -22,30 +22,7 @@ function randomSecret(bytes: number): string {
   return btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(bytes))));
 }
 
-type Json = Record<string, unknown>;
-
-function client(edge: EdgeShape) {
-  return async (
-    path: string,
-    init: { method?: string; token?: string; serverToken?: string; body?: unknown } = {},
-  ): Promise<{ status: number; body: Json; headers: Headers }> => {
-    const headers: Record<string, string> = { origin: ORIGIN };
-    if (init.body !== undefined) headers["content-type"] = "application/json";
-    if (init.token) headers.authorization = `Bearer ${init.token}`;
-    if (init.serverToken) headers["x-service-server-secret"] = init.serverToken;
-    const response = await fetch(`${edge.url}${path}`, {
-      method: init.method ?? "GET",
-      headers,
-      body: init.body === undefined ? undefined : JSON.stringify(init.body),
-    });
-    const text = await response.text();
-    return {
-      status: response.status,
-      body: text === "" ? {} : JSON.parse(text),
-      headers: response.headers,
-    };
-  };
-}
+const client = (edge: EdgeShape) => edgeClient(edge, ORIGIN);
 
 Deno.test({
   name: "the functions as Supabase hosts them",

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { openTestDatabase } from "./support/database.ts";
-import { type EdgeShape, startEdgeShape, supabaseShapedKey } from "./support/edge.ts";
+import { edgeClient, type EdgeShape, startEdgeShape, supabaseShapedKey } from "./support/edge.ts";
 import { findOlderDeno, OLDER_DENO_VERSION } from "./support/older-deno.ts";
 
 const ORIGIN = "https://app.example.com";
@@ -22,26 +22,7 @@ if ("missing" in lookup) {
 const randomSecret = (bytes: number) =>
   btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(bytes))));
 
-type Json = Record<string, unknown>;
-
-function client(edge: EdgeShape) {
-  return async (
-    path: string,
-    init: { method?: string; token?: string; serverToken?: string; body?: unknown } = {},
-  ): Promise<{ status: number; body: Json }> => {
-    const headers: Record<string, string> = { origin: ORIGIN };
-    if (init.body !== undefined) headers["content-type"] = "application/json";
-    if (init.token) headers.authorization = `Bearer ${init.token}`;
-    if (init.serverToken) headers["x-service-server-secret"] = init.serverToken;
-    const response = await fetch(`${edge.url}${path}`, {
-      method: init.method ?? "GET",
-      headers,
-      body: init.body === undefined ? undefined : JSON.stringify(init.body),
-    });
-    const text = await response.text();
-    return { status: response.status, body: text === "" ? {} : JSON.parse(text) };
-  };
-}
+const client = (edge: EdgeShape) => edgeClient(edge, ORIGIN);
 
 Deno.test({
   name:
