@@ -11,16 +11,19 @@ import { createClient, FunctionsHttpError } from "@supabase/supabase-js";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { generateDevKeys } from "../server/dev-keys.ts";
 import { openTestDatabase } from "./support/database.ts";
-import { edgeClient, type EdgeShape, startEdgeShape, supabaseShapedKey } from "./support/edge.ts";
+import {
+  edgeClient,
+  type EdgeShape,
+  randomSecret,
+  startEdgeShape,
+  supabaseProvidedEnv,
+  supabaseShapedKey,
+} from "./support/edge.ts";
 import { findPgBouncer, startPgBouncer } from "./support/pgbouncer.ts";
 
 const ORIGIN = "https://app.example.com";
 const lookup = await findPgBouncer();
 if ("missing" in lookup) console.warn(`skipping the edge-shape tests: ${lookup.missing}`);
-
-function randomSecret(bytes: number): string {
-  return btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(bytes))));
-}
 
 const client = (edge: EdgeShape) => edgeClient(edge, ORIGIN);
 
@@ -33,19 +36,13 @@ Deno.test({
     if (!("found" in lookup)) return;
     const database = await openTestDatabase("postgres");
     const pooler = await startPgBouncer(lookup.found, { poolSize: 2 });
-    const publishableKey = supabaseShapedKey("sb_publishable_");
-    const anonKey = `eyJ${randomSecret(24).replace(/[+/=]/g, "")}`;
     const serverRevealToken = randomSecret(32);
     const dbName = new URL(database.url!).pathname.slice(1);
+    const provided = supabaseProvidedEnv("https://edgeshape.supabase.co", database.url!);
+    const { publishableKey } = provided;
+    const anonKey = provided.env.SUPABASE_ANON_KEY;
     const env = {
-      // What Supabase provides every function.
-      SUPABASE_URL: "https://edgeshape.supabase.co",
-      SUPABASE_DB_URL: database.url!,
-      SUPABASE_ANON_KEY: anonKey,
-      SUPABASE_SERVICE_ROLE_KEY: `eyJ${randomSecret(24).replace(/[+/=]/g, "")}`,
-      SUPABASE_PUBLISHABLE_KEYS: JSON.stringify({ default: publishableKey }),
-      SUPABASE_SECRET_KEYS: JSON.stringify({ default: supabaseShapedKey("sb_secret_") }),
-      SUPABASE_JWKS: JSON.stringify({ keys: [] }),
+      ...provided.env,
       // The function secrets a deployer sets (`supabase secrets set`).
       APP_ENV: "production",
       DATABASE_URL: pooler.urlFor(dbName),

@@ -594,11 +594,17 @@ Deno.test("a real key that contains 'here', 'your' or a run like 'abcdef' is sti
 });
 
 Deno.test("files git does not compare with the working copy (assume-unchanged, skip-worktree) are read from the index, with or without --history", async () => {
-  const [hidden, sparse, kept] = [fakeKeys().openai, fakeKeys().huggingface, fakeKeys().github];
+  const [hidden, sparse, kept, linked] = [
+    fakeKeys().openai,
+    fakeKeys().huggingface,
+    fakeKeys().github,
+    fakeKeys().anthropic,
+  ];
   await using repo = await gitRepo({
     "a.env": `OPENAI_API_KEY=${hidden}\n`,
     "b.env": `HF_TOKEN=${sparse}\n`,
     "c.env": `GITHUB_TOKEN=${kept}\n`,
+    "d.env": `ANTHROPIC_API_KEY=${linked}\n`,
   });
   await repo.git("add", ".");
   await repo.git("commit", "-qm", "leak");
@@ -610,6 +616,13 @@ Deno.test("files git does not compare with the working copy (assume-unchanged, s
   await Deno.remove(`${repo.dir}/b.env`);
   // c.env is flagged too, but its working copy still holds what was staged: found there, once.
   await repo.git("update-index", "--assume-unchanged", "c.env");
+  // d.env is flagged and now a link to the same text outside the project, which the scan does not
+  // follow: what git holds is read from the index.
+  await repo.git("update-index", "--assume-unchanged", "d.env");
+  const outside = await Deno.makeTempFile();
+  await Deno.writeTextFile(outside, `ANTHROPIC_API_KEY=${linked}\n`);
+  await Deno.remove(`${repo.dir}/d.env`);
+  await Deno.symlink(outside, `${repo.dir}/d.env`);
   for (const history of [false, true]) {
     const report = await scanProject(repo.dir, { history });
     assert.deepEqual(
@@ -618,10 +631,15 @@ Deno.test("files git does not compare with the working copy (assume-unchanged, s
         ["c.env", 1, 14, KIND_OF.github, undefined],
         ["a.env", 1, 16, KIND_OF.openai, "staged"],
         ["b.env", 1, 10, KIND_OF.huggingface, "staged"],
+        ["d.env", 1, 19, KIND_OF.anthropic, "staged"],
       ],
       `history: ${history}`,
     );
-    assert.deepEqual(report.skipped, [], "b.env is read from the index, not skipped");
+    assert.deepEqual(
+      report.skipped.map((skip) => skip.file),
+      ["d.env"],
+      "b.env is read from the index, not skipped; d.env's link leaves the project",
+    );
   }
 });
 
@@ -668,6 +686,10 @@ Deno.test("literals assigned by subscript, to an attribute, in escaped notebook 
     // JSON held in a JSON string (a saved request, a Postman collection): its values stay quoted.
     ["request.json", `"{\\"MISTRAL_API_KEY\\": \\"${value}\\"}"`, "MISTRAL_API_KEY"],
     ["collection.json", `{"raw": "{\\"api_key\\":\\"${value}\\"}"}`, "api_key"],
+    // An assignment inside another's value, and a value wholly in escaped quotes.
+    ["demo.ipynb", `    "client = Client(api_key=\\"${value}\\")\\n",`, "api_key"],
+    ["data.json", `{"api_key": "\\"${value}\\""}`, "api_key"],
+    ["app.env", `MISTRAL_API_KEY="\\"${value}\\""`, "MISTRAL_API_KEY"],
     // An escape inside the quotes is not part of the value.
     ["data.json", `{"api_key": "${value}\\n"}`, "api_key"],
   ];
@@ -688,8 +710,18 @@ Deno.test("literals assigned by subscript, to an attribute, in escaped notebook 
     ["Dockerfile", "ENV MISTRAL_API_KEY ${MISTRAL_API_KEY}"],
     ["collection.json", `{"raw": "{\\"api_key\\": apiKey}"}`],
     ["collection.json", `{"raw": "{\\"api_key\\": \\"{{apiKey}}\\"}"}`],
+    // Interpolations in JSON built inside a string: Python and C#, Ruby, Swift.
+    ["app.py", `body = f"{{\\"api_key\\": \\"{api_key_v2}\\"}}"`],
+    ["app.rb", `body = "{\\"api_key\\": \\"#{key_v2}\\"}"`],
+    ["App.swift", `let body = "{\\"apiKey\\": \\"\\(apiKey1)\\"}"`],
   ];
   for (const [file, line] of quiet) assert.deepEqual(scanText(line, file), [], line);
+  // A bare value in a query string ends where the next parameter starts.
+  const url = `API_URL=https://api.example.test/v1?api_key=${value}&region=eu`;
+  assert.deepEqual(
+    scanText(url, "settings.env").map((f) => [f.column, f.masked]),
+    [[url.indexOf(value) + 1, maskSecret(value)]],
+  );
 });
 
 Deno.test("--history on a shallow clone reads what the clone holds, warns, and says so in the summary", async () => {

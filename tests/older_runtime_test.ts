@@ -1,14 +1,21 @@
 /**
  * The deployed functions on an older Deno (tests/support/older-deno.ts: 2.1, V8 13.0, the line
- * Supabase's Edge Runtime followed in 2025), each in its own process with --allow-net --allow-env
- * only and Supabase's environment, APP_ENV=production, on PostgreSQL: sign-in, save, list, reveal,
- * refresh and sign-out through the api function, and a value saved through one function's URL read
- * back through another. Needs DATABASE_URL and the older Deno; skipped, saying so, without either.
+ * Supabase's Edge Runtime followed in 2025), each in its own process (one instance each) with
+ * --allow-net --allow-env only and Supabase's environment, APP_ENV=production, straight to
+ * PostgreSQL (the pooler is the edge-shape test's): sign-in, save and reveal through the api
+ * function, the list through user-secrets' own URL, the refresh through wallet-proof's, then
+ * sign-out. Needs DATABASE_URL and the older Deno; skipped, saying so, without either.
  */
 import assert from "node:assert/strict";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { openTestDatabase } from "./support/database.ts";
-import { edgeClient, type EdgeShape, startEdgeShape, supabaseShapedKey } from "./support/edge.ts";
+import {
+  edgeClient,
+  type EdgeShape,
+  randomSecret,
+  startEdgeShape,
+  supabaseProvidedEnv,
+} from "./support/edge.ts";
 import { findOlderDeno, OLDER_DENO_VERSION } from "./support/older-deno.ts";
 
 const ORIGIN = "https://app.example.com";
@@ -18,9 +25,6 @@ const lookup = Deno.env.get("DATABASE_URL")
 if ("missing" in lookup) {
   console.warn(`skipping the Deno ${OLDER_DENO_VERSION} tests: ${lookup.missing}`);
 }
-
-const randomSecret = (bytes: number) =>
-  btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(bytes))));
 
 const client = (edge: EdgeShape) => edgeClient(edge, ORIGIN);
 
@@ -35,17 +39,18 @@ Deno.test({
     const database = await openTestDatabase("postgres");
     const serverRevealToken = randomSecret(32);
     const env = {
-      SUPABASE_URL: "https://olderdeno.supabase.co",
-      SUPABASE_DB_URL: database.url!,
-      SUPABASE_ANON_KEY: `eyJ${randomSecret(24).replace(/[+/=]/g, "")}`,
-      SUPABASE_PUBLISHABLE_KEYS: JSON.stringify({ default: supabaseShapedKey("sb_publishable_") }),
+      ...supabaseProvidedEnv("https://olderdeno.supabase.co", database.url!).env,
       APP_ENV: "production",
       ENCRYPTION_KEYS: `k1:${randomSecret(32)}`,
       SERVER_REVEAL_TOKEN: serverRevealToken,
       JWT_SECRET: randomSecret(48),
       ALLOWED_ORIGINS: ORIGIN,
     };
-    const edge = await startEdgeShape({ env, instancesPerFunction: 1, runtime: lookup.found });
+    const edge = await startEdgeShape({ env, instancesPerFunction: 1, runtime: lookup.found })
+      .catch(async (error) => {
+        await database.close();
+        throw error;
+      });
     const call = client(edge);
     try {
       const account = privateKeyToAccount(generatePrivateKey());

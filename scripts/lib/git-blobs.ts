@@ -63,24 +63,46 @@ export async function indexEntries(root: string): Promise<BlobRef[]> {
  */
 export async function stagedChanges(root: string, index: readonly BlobRef[]): Promise<BlobRef[]> {
   const changed = new Set(nulSeparated(await git(root, ["ls-files", "-m", "-z"])));
+  // Compared here instead: a working copy that still holds the staged blob is read there once.
+  const uncompared = await uncomparedPaths(root);
+  const shown = await workingCopyBlobs(root, uncompared);
   const staged = new Map(index.map((entry) => [entry.path, entry.sha]));
-  for (const path of await uncomparedPaths(root)) {
-    // Compared here instead: a working copy that still holds the staged blob is read there once.
-    if (await workingCopyBlob(root, path) !== staged.get(path)) changed.add(path);
+  for (const path of uncompared) {
+    if (shown.get(path) !== staged.get(path)) changed.add(path);
   }
   return index.filter((entry) => changed.has(entry.path));
 }
 
-/** The blob id git would give the working copy's file at `path`; null when there is none. */
-async function workingCopyBlob(root: string, path: string): Promise<string | null> {
-  const result = await new Deno.Command("git", {
-    args: ["hash-object", "--", path],
+/**
+ * The blob id git would give each path's working copy (applying its filters, as `git add` does),
+ * for the paths that are regular files inside the tree; any other (missing, a link, a path with a
+ * line break) has none, and so counts as differing from the index. One git process for them all.
+ */
+async function workingCopyBlobs(root: string, paths: readonly string[]) {
+  const files: string[] = [];
+  for (const path of paths) {
+    const info = await Deno.lstat(`${root}/${path}`).catch(() => null);
+    if (info?.isFile && !/[\r\n]/.test(path)) files.push(path);
+  }
+  const blobs = new Map<string, string>();
+  if (files.length === 0) return blobs;
+  const hashing = new Deno.Command("git", {
+    args: ["hash-object", "--stdin-paths"],
     cwd: root,
     env: { GIT_OPTIONAL_LOCKS: "0" },
+    stdin: "piped",
     stdout: "piped",
-    stderr: "null",
-  }).output();
-  return result.success ? decoder.decode(result.stdout).trim() : null;
+    stderr: "piped",
+  }).spawn();
+  const writer = hashing.stdin.getWriter();
+  await writer.write(new TextEncoder().encode(files.map((path) => `${path}\n`).join("")));
+  await writer.close();
+  const result = await hashing.output();
+  if (!result.success) {
+    throw new Error(`git hash-object failed in ${root}: ${decoder.decode(result.stderr).trim()}`);
+  }
+  decoder.decode(result.stdout).trim().split("\n").forEach((sha, i) => blobs.set(files[i], sha));
+  return blobs;
 }
 
 /**

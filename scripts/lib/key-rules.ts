@@ -88,32 +88,38 @@ const AFTER_CLOSING_QUOTE = /^(?:$|[\s:,;=}\]\\)])/;
 export function blankEncodings(text: string): string {
   return text.replace(ENCODED_CHARACTER, (encoded, offset: number) => {
     const blank = " ".repeat(encoded.length - 1);
-    if (!ESCAPED_QUOTE.test(encoded)) return `${blank} `;
-    const closes = AFTER_CLOSING_QUOTE.test(
-      text.slice(offset + encoded.length, offset + encoded.length + 1),
-    );
-    return closes ? `"${blank}` : `${blank}"`;
+    const before = text[offset - 1];
+    const after = text.charAt(offset + encoded.length);
+    // Beside a real quote (`"\"<key>\""`), the real one quotes the value: blanked as before.
+    if (!ESCAPED_QUOTE.test(encoded) || before === '"' || after === '"') return `${blank} `;
+    return AFTER_CLOSING_QUOTE.test(after) ? `"${blank}` : `${blank}"`;
   });
 }
 
-/** The value after a name: a quoted string, or a bare token. Groups 3 to 6. */
-const VALUE = /(?:"([^"\n]*)"|'([^'\n]*)'|`([^`\n]*)`|([^\s,;#'"`)}\]]+))/.source;
+/**
+ * The value a name is given, read where the name's match ends: a quoted string (groups 1 to 3) or a
+ * bare token (group 4), which stops where a query string's next parameter starts (`&`).
+ */
+export const VALUE_AT = /(?:"([^"\n]*)"|'([^'\n]*)'|`([^`\n]*)`|([^\s,;#'"`)}\]&]+))/y;
 
 /**
- * Where a value is given to a name; group 1 is the name's quote, 2 the name, 3 to 6 the value.
+ * Where a name is given a value; group 1 is the name's quote, 2 the name, and the value starts
+ * where the match ends (VALUE_AT). The value is read apart from the search, so the search goes on
+ * inside it: an assignment within a value (`Client(api_key=\"…\")` in a notebook line, JSON held
+ * in a JSON string) is found too, each character searched once.
  *
  * - A name (optionally quoted, optionally after `export`, `.` or `[` as in `client.api_key`,
  *   `process.env.X`, `os.environ["X"]`, optionally then `]`), then `=` or `:` (not `==`, `=>`,
- *   `::`), then the value. An escaped `[\"X\"]` is matched blanked, as `[  X  ]`.
+ *   `::`). An escaped `[\"X\"]` is matched blanked, as `[ "X" ]`.
  * - Dockerfile's older `ENV NAME value`, without `=`.
  */
 export const ASSIGNMENTS: readonly RegExp[] = [
   new RegExp(
     String.raw`(?<![A-Za-z0-9_$])(["']?)([A-Za-z_][A-Za-z0-9_-]*)\1(?:[ \t]*\])?[ \t]*` +
-      String.raw`(?::(?![:=])|=(?![=>~]))[ \t]*${VALUE}`,
+      String.raw`(?::(?![:=])|=(?![=>~]))[ \t]*`,
     "g",
   ),
-  new RegExp(String.raw`^[ \t]*ENV[ \t]+()([A-Za-z_][A-Za-z0-9_]*)[ \t]+${VALUE}`, "g"),
+  new RegExp(String.raw`^[ \t]*ENV[ \t]+()([A-Za-z_][A-Za-z0-9_]*)[ \t]+`, "g"),
 ];
 
 /**
@@ -154,6 +160,8 @@ export const CODE_EXTENSIONS = new Set([
  * one of these is a template or an elision, wherever it appears.
  */
 const TEMPLATE_MARKS = /[<>…]|\.\.\.|\*\*\*|\{\{|\}\}|\$\{|\$\(/;
+/** A whole value that is an interpolation: `{name}` (Python, C#), `#{name}` (Ruby), `\(name)` (Swift). */
+const INTERPOLATION = /^(?:#?\{[\w.]+\}|\\\([\w.]+\))$/;
 /** A reference to the value, not the value: `$X`, `${X}`, `%X%`, `process.env.X`, `env(X)`. */
 const REFERENCE = /^[$%]|process\.env|Deno\.env|import\.meta\.env|os\.environ|getenv|\benv\(/i;
 /**
@@ -184,7 +192,7 @@ export const ALLOW_MARKER = "scan-keys:allow";
  * stray substring: a real key is random, and may contain any short word or run by chance.
  */
 export function isPlaceholder(value: string): boolean {
-  if (TEMPLATE_MARKS.test(value) || REFERENCE.test(value)) return true;
+  if (TEMPLATE_MARKS.test(value) || REFERENCE.test(value) || INTERPOLATION.test(value)) return true;
   const words = value.toLowerCase().split(/[-_./:]+/).filter((word) => word !== "");
   if (words.length === 0) return true;
   if (words.some((word) => PLACEHOLDER_WORDS.has(word) || /^(x{3,}|\*+)$/.test(word))) {

@@ -15,6 +15,7 @@ import {
   looksLikeSecret,
   maskSecret,
   SHAPES,
+  VALUE_AT,
 } from "./key-rules.ts";
 
 /**
@@ -121,32 +122,24 @@ export class LineScanner {
       }
     }
 
-    for (const match of ASSIGNMENTS.flatMap((pattern) => [...overlappingMatches(pattern, text)])) {
-      const name = match[2];
-      if (!isCredentialName(name)) continue;
-      const quoted = match[3] ?? match[4] ?? match[5];
-      if (quoted === undefined && !this.#bareIsLiteral) continue;
-      // Trimmed: an escape at either end of a quoted value (`"<key>\n"`) was blanked to spaces.
-      const raw = quoted ?? match[6];
-      const value = raw.trim();
-      if (!looksLikeSecret(value)) continue;
-      const end = match.index + match[0].length - (quoted === undefined ? 0 : 1);
-      add(end - raw.trimStart().length, value, `value assigned to ${name}`);
+    for (const pattern of ASSIGNMENTS) {
+      for (const match of text.matchAll(pattern)) {
+        const name = match[2];
+        if (!isCredentialName(name)) continue;
+        const start = match.index + match[0].length;
+        VALUE_AT.lastIndex = start;
+        const given = VALUE_AT.exec(text);
+        if (given === null) continue;
+        const quoted = given[1] ?? given[2] ?? given[3];
+        if (quoted === undefined && !this.#bareIsLiteral) continue;
+        // Trimmed: an escape at either end of a quoted value (`"<key>\n"`) was blanked to spaces.
+        const raw = quoted ?? given[4];
+        const value = raw.trim();
+        if (!looksLikeSecret(value)) continue;
+        const end = start + given[0].length - (quoted === undefined ? 0 : 1);
+        add(end - raw.trimStart().length, value, `value assigned to ${name}`);
+      }
     }
-  }
-}
-
-/**
- * Every match of the global `pattern`, each search starting one character after the last match
- * began: a value quoted in JSON held in a JSON string (`"body": "{\"api_key\": \"…\"}"`) starts
- * inside the match of the string that holds it, which `matchAll` would skip. `add` keeps one
- * finding per value.
- */
-function* overlappingMatches(pattern: RegExp, text: string): Generator<RegExpExecArray> {
-  const search = new RegExp(pattern.source, pattern.flags);
-  for (let match = search.exec(text); match !== null; match = search.exec(text)) {
-    yield match;
-    search.lastIndex = match.index + 1;
   }
 }
 

@@ -84,7 +84,7 @@ export async function startEdgeShape(options: EdgeOptions): Promise<EdgeShape> {
         clearEnv: true,
         env: {
           ...options.env,
-          ...(runtime ? { ...runtime.env, FUNCTION_NAME: name, FUNCTION_PORT: String(port) } : {}),
+          ...(runtime ? { FUNCTION_NAME: name, FUNCTION_PORT: String(port) } : {}),
           DENO_SERVE_ADDRESS: `tcp:127.0.0.1:${port}`,
           DENO_DIR: cache,
           DENO_NO_UPDATE_CHECK: "1",
@@ -199,6 +199,29 @@ export function edgeClient(edge: EdgeShape, origin: string) {
       headers: response.headers,
     };
   };
+}
+
+/** `bytes` random bytes as base64: secrets and keys for a test's environment. */
+export function randomSecret(bytes: number): string {
+  return btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(bytes))));
+}
+
+/**
+ * What Supabase provides every function, for a project at `projectUrl` whose database is `dbUrl`,
+ * and the publishable key in it; the function secrets a deployer sets come on top.
+ */
+export function supabaseProvidedEnv(projectUrl: string, dbUrl: string) {
+  const publishableKey = supabaseShapedKey("sb_publishable_");
+  const env = {
+    SUPABASE_URL: projectUrl,
+    SUPABASE_DB_URL: dbUrl,
+    SUPABASE_ANON_KEY: `eyJ${randomSecret(24).replace(/[+/=]/g, "")}`,
+    SUPABASE_SERVICE_ROLE_KEY: `eyJ${randomSecret(24).replace(/[+/=]/g, "")}`,
+    SUPABASE_PUBLISHABLE_KEYS: JSON.stringify({ default: publishableKey }),
+    SUPABASE_SECRET_KEYS: JSON.stringify({ default: supabaseShapedKey("sb_secret_") }),
+    SUPABASE_JWKS: JSON.stringify({ keys: [] }),
+  };
+  return { env, publishableKey };
 }
 
 /** A key shaped like Supabase's, for the environment Supabase provides. */

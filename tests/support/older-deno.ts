@@ -5,8 +5,9 @@
  */
 export const OLDER_DENO_VERSION = "2.1.4";
 const PREFIX = `.cache/deno-${OLDER_DENO_VERSION}`;
-export const OLDER_DENO_INSTALL =
-  `npm install --prefix ${PREFIX} --no-save --no-package-lock deno@${OLDER_DENO_VERSION}`;
+/** As .ci/run installs it. */
+export const OLDER_DENO_INSTALL = `npm install --prefix ${PREFIX} --no-save --no-package-lock ` +
+  `--no-audit --no-fund deno@${OLDER_DENO_VERSION}`;
 
 const ROOT = new URL("../../", import.meta.url);
 const FUNCTION_ENTRIES = ["api", "wallet-proof", "user-secrets"].map((name) =>
@@ -17,21 +18,27 @@ export interface OlderDeno {
   /** The native executable. */
   readonly deno: string;
   readonly denoDir: string;
-  /** What the older Deno needs besides the function's environment (a custom CA, if any). */
-  readonly env: Readonly<Record<string, string>>;
 }
 
+/** Runs `command`; one that cannot even be started (not installed) is a failure, not a throw. */
 async function run(command: string, args: string[], env: Record<string, string>) {
-  const result = await new Deno.Command(command, {
-    args,
-    cwd: ROOT.pathname,
-    env: { ...env, DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" },
-    stdout: "piped",
-    stderr: "piped",
-  }).output().catch((error) => ({ success: false, stdout: new Uint8Array(), stderr: error }));
-  const text = (bytes: unknown) =>
-    bytes instanceof Uint8Array ? new TextDecoder().decode(bytes).trim() : String(bytes);
-  return { success: result.success, stdout: text(result.stdout), stderr: text(result.stderr) };
+  const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes).trim();
+  try {
+    const result = await new Deno.Command(command, {
+      args,
+      cwd: ROOT.pathname,
+      env: { ...env, DENO_NO_UPDATE_CHECK: "1", NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    return {
+      success: result.success,
+      stdout: decode(result.stdout),
+      stderr: decode(result.stderr),
+    };
+  } catch (error) {
+    return { success: false, stdout: "", stderr: String(error) };
+  }
 }
 
 /**
@@ -41,7 +48,8 @@ async function run(command: string, args: string[], env: Record<string, string>)
 export async function findOlderDeno(): Promise<{ found: OlderDeno } | { missing: string }> {
   const launcher = new URL(`${PREFIX}/node_modules/.bin/deno`, ROOT).pathname;
   const denoDir = new URL(`${PREFIX}/deno-dir`, ROOT).pathname;
-  // The npm registry's certificate authority, when this machine uses its own.
+  // The npm registry's certificate authority, when this machine uses its own: for the downloads
+  // below only (the functions then load everything from the cache).
   const cert = Deno.env.get("DENO_CERT") ?? Deno.env.get("SSL_CERT_FILE");
   const env: Record<string, string> = cert ? { DENO_CERT: cert } : {};
   const located = await run(
@@ -57,8 +65,9 @@ export async function findOlderDeno(): Promise<{ found: OlderDeno } | { missing:
     ...env,
     DENO_DIR: denoDir,
   });
+  // Installed but unable to fetch the functions' packages (offline, say): a failure, not a skip.
   if (!cached.success) {
     throw new Error(`Deno ${version} could not cache the functions:\n${cached.stderr}`);
   }
-  return { found: { deno, denoDir, env } };
+  return { found: { deno, denoDir } };
 }
