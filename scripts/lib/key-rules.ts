@@ -98,15 +98,16 @@ export function blankEncodings(text: string): string {
 
 /**
  * The value a name is given, read where the name's match ends: a quoted string (groups 1 to 3) or a
- * bare token (group 4), which stops where a query string's next parameter starts (`&`).
+ * bare token (group 4). A bare token runs on through `&` (Django's generated SECRET_KEY has them),
+ * so one in a query string carries the parameters after it.
  */
-export const VALUE_AT = /(?:"([^"\n]*)"|'([^'\n]*)'|`([^`\n]*)`|([^\s,;#'"`)}\]&]+))/y;
+export const VALUE_AT = /(?:"([^"\n]*)"|'([^'\n]*)'|`([^`\n]*)`|([^\s,;#'"`)}\]]+))/y;
 
 /**
  * Where a name is given a value; group 1 is the name's quote, 2 the name, and the value starts
- * where the match ends (VALUE_AT). The value is read apart from the search, so the search goes on
- * inside it: an assignment within a value (`Client(api_key=\"…\")` in a notebook line, JSON held
- * in a JSON string) is found too, each character searched once.
+ * where the match ends (VALUE_AT), read only after a credential's name: the search goes on inside
+ * other names' values, so an assignment within one (`Client(api_key=\"…\")` in a notebook line,
+ * JSON held in a JSON string) is found too.
  *
  * - A name (optionally quoted, optionally after `export`, `.` or `[` as in `client.api_key`,
  *   `process.env.X`, `os.environ["X"]`, optionally then `]`), then `=` or `:` (not `==`, `=>`,

@@ -123,13 +123,17 @@ export class LineScanner {
     }
 
     for (const pattern of ASSIGNMENTS) {
-      for (const match of text.matchAll(pattern)) {
+      pattern.lastIndex = 0;
+      for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
         const name = match[2];
         if (!isCredentialName(name)) continue;
         const start = match.index + match[0].length;
         VALUE_AT.lastIndex = start;
         const given = VALUE_AT.exec(text);
         if (given === null) continue;
+        // A credential's value is its own: the search goes on after it. Other names' values are
+        // searched (an assignment within them), so each character is read about once.
+        pattern.lastIndex = start + given[0].length;
         const quoted = given[1] ?? given[2] ?? given[3];
         if (quoted === undefined && !this.#bareIsLiteral) continue;
         // Trimmed: an escape at either end of a quoted value (`"<key>\n"`) was blanked to spaces.
