@@ -1,8 +1,9 @@
 /**
  * Reveal in one round trip (issue 15 item 3), on both engines: the ciphertexts are read and their
  * 'reveal' event written in one database call, committed before anything is released (the rows
- * are decrypted while the commit is under way, and a commit that fails releases nothing); a decryption that then fails is recorded as 'reveal_failed' (a second call on that path
- * only) and answered as before. Every other vault route is one database call as well.
+ * are decrypted while the commit is under way, and a commit that fails releases nothing); a
+ * decryption that then fails is recorded as 'reveal_failed' (a second call on that path only) and
+ * answered as before. Every other vault route is one database call as well.
  */
 import assert from "node:assert/strict";
 import { createServiceContext } from "../functions/_shared/context.ts";

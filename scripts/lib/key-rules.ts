@@ -161,7 +161,10 @@ export const CODE_EXTENSIONS = new Set([
  * one of these is a template or an elision, wherever it appears.
  */
 const TEMPLATE_MARKS = /[<>…]|\.\.\.|\*\*\*|\{\{|\}\}|\$\{|\$\(/;
-/** A whole value that is an interpolation: `{name}` (Python, C#), `#{name}` (Ruby), `\(name)` (Swift). */
+/**
+ * A whole value that is an interpolation: `{name}` (Python, C#), `#{name}` (Ruby), `\(name)`
+ * (Swift).
+ */
 const INTERPOLATION = /^(?:#?\{[\w.]+\}|\\\([\w.]+\))$/;
 /** A reference to the value, not the value: `$X`, `${X}`, `%X%`, `process.env.X`, `env(X)`. */
 const REFERENCE = /^[$%]|process\.env|Deno\.env|import\.meta\.env|os\.environ|getenv|\benv\(/i;

@@ -3,6 +3,8 @@
  * Edge Runtime followed in 2025, from npm into .cache/ (.ci/run installs it: OLDER_DENO_INSTALL).
  * It gets its own DENO_DIR, since its cache and lockfile formats are older than this Deno's.
  */
+import { FUNCTION_NAMES } from "../../functions/api/handler.ts";
+
 export const OLDER_DENO_VERSION = "2.1.4";
 const PREFIX = `.cache/deno-${OLDER_DENO_VERSION}`;
 /** As .ci/run installs it. */
@@ -10,9 +12,7 @@ export const OLDER_DENO_INSTALL = `npm install --prefix ${PREFIX} --no-save --no
   `--no-audit --no-fund deno@${OLDER_DENO_VERSION}`;
 
 const ROOT = new URL("../../", import.meta.url);
-const FUNCTION_ENTRIES = ["api", "wallet-proof", "user-secrets"].map((name) =>
-  `functions/${name}/index.ts`
-);
+const FUNCTION_ENTRIES = FUNCTION_NAMES.map((name) => `functions/${name}/index.ts`);
 
 export interface OlderDeno {
   /** The native executable. */

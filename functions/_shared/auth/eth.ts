@@ -10,7 +10,7 @@
  * about 0.1 ms against @noble/curves' 0.7–1 ms in Deno 2.9.6 (half of a sign-in's server CPU),
  * and Keccak-256. tests/eth_test.ts holds them equal to @noble/curves, @noble/hashes and viem.
  */
-import { fromBase64 } from "../bytes.ts";
+import { fromBase64, fromHex, toHex } from "../bytes.ts";
 import { SECP256K1_WASM_BASE64 } from "./secp256k1-wasm.ts";
 
 export type Address = `0x${string}`;
@@ -19,7 +19,7 @@ export type Address = `0x${string}`;
 export function checksumAddress(address: string): Address {
   if (!/^0x[0-9a-fA-F]{40}$/.test(address)) throw new TypeError("not a 20-byte hex address");
   const lower = address.slice(2).toLowerCase();
-  const hash = bytesToHex(keccak256(utf8.encode(lower)));
+  const hash = toHex(keccak256(utf8.encode(lower)));
   let mixed = "0x";
   for (let i = 0; i < lower.length; i++) {
     mixed += Number.parseInt(hash[i], 16) >= 8 ? lower[i].toUpperCase() : lower[i];
@@ -47,32 +47,16 @@ export function recoverPersonalSignAddress(message: string, signature: `0x${stri
  * one more keccak-256 (~10–25 µs).
  */
 export function recoverPersonalSigner(message: string, signature: `0x${string}`): Address {
-  const bytes = hexToBytes(signature.slice(2));
+  const bytes = fromHex(signature.slice(2));
   if (bytes.length !== 65) throw new TypeError("a signature is 65 bytes");
   const v = bytes[64];
   const recovery = v >= 27 ? v - 27 : v;
   if (recovery !== 0 && recovery !== 1) throw new TypeError("v must be 0, 1, 27 or 28");
   const publicKey = recoverPublicKey(bytes.subarray(0, 64), personalMessageHash(message), recovery);
-  return `0x${bytesToHex(keccak256(publicKey.subarray(1)).subarray(12))}`;
+  return `0x${toHex(keccak256(publicKey.subarray(1)).subarray(12))}`;
 }
 
 const utf8 = new TextEncoder();
-
-function bytesToHex(bytes: Uint8Array): string {
-  let hex = "";
-  for (const byte of bytes) hex += byte.toString(16).padStart(2, "0");
-  return hex;
-}
-
-/** Throws on anything but an even number of hex digits. */
-function hexToBytes(hex: string): Uint8Array {
-  if (hex.length % 2 !== 0 || !/^[0-9a-fA-F]*$/.test(hex)) throw new TypeError("not hex bytes");
-  const bytes = new Uint8Array(hex.length / 2);
-  for (let i = 0; i < bytes.length; i++) {
-    bytes[i] = Number.parseInt(hex.slice(2 * i, 2 * i + 2), 16);
-  }
-  return bytes;
-}
 
 interface WasmExports {
   readonly memory: WebAssembly.Memory;

@@ -27,8 +27,9 @@ const CONNECTION_LOST = new Set(CONNECTION_LOST_CODES);
 
 /**
  * bytea both ways through the engine's native hex codec where it has one (../bytes.ts): the
- * driver's default goes through Deno's Buffer hex code, which is JavaScript (a reveal decodes fourteen values: ~35 µs of CPU, measured
- * by bench:cpu-profile). Values come back as plain Uint8Arrays, as PGlite returns them.
+ * driver's default goes through Deno's Buffer hex code, which is JavaScript (a reveal decodes
+ * fourteen values: ~35 µs of CPU, measured by bench:cpu-profile). Values come back as plain
+ * Uint8Arrays, as PGlite returns them.
  */
 const BYTEA = {
   to: 17,
