@@ -132,7 +132,9 @@ function deployedEngine(): BenchEngine {
       const env = {
         ...keys,
         ...db.env,
-        SUPABASE_URL: "https://bench.supabase.co",
+        // A local stack's, as `supabase functions serve` gives: development (the bench's keys)
+        // refuses a hosted project's URL.
+        SUPABASE_URL: "http://kong:8000",
         // Supabase gives every function the direct URL too; it must prefer DATABASE_URL, the
         // pooler, which assertThroughPooler checks.
         SUPABASE_DB_URL: db.url!,

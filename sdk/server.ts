@@ -193,8 +193,22 @@ function secretsUrlOf(baseUrl: string): string {
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw new TypeError("createVaultServerClient: baseUrl must be http(s).");
   }
+  // The reveal token travels in a header, readable on the wire over plain http: only to this host.
+  if (url.protocol === "http:" && !isLoopback(url.hostname)) {
+    throw new TypeError(
+      "createVaultServerClient: baseUrl must be https:// (plain http:// only to a loopback host: " +
+        "localhost, 127.0.0.0/8 or [::1]), so the reveal token never crosses a network in clear.",
+    );
+  }
   const root = `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
   return /\/api$/.test(root) ? `${root}/secrets` : `${root}/user-secrets`;
+}
+
+/** localhost, 127.0.0.0/8 or ::1 (IPv4-mapped too), as URL writes a hostname. */
+function isLoopback(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "[::1]" ||
+    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname) ||
+    /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(hostname);
 }
 
 function routeError(error: RouteError): VaultError {

@@ -12,47 +12,18 @@ import {
 import { preparesStatements } from "../functions/_shared/config/parse.ts";
 import { DEV_ENCRYPTION_KEY_MARK, DEV_SECRET_PREFIX } from "../functions/_shared/config/keyring.ts";
 import { generateDevKeys, loadOrCreateDevKeys, withDevKeys } from "../server/dev-keys.ts";
+import {
+  base64,
+  problemsOf,
+  productionEnv,
+  productionProblems,
+  randomBase64,
+} from "./support/config-env.ts";
 
 const KEY_A = btoa(String.fromCharCode(...new Uint8Array(32).fill(1)));
 const KEY_B = btoa(String.fromCharCode(...new Uint8Array(32).fill(2)));
 const TOKEN = "r".repeat(40);
 const SECRET = "j".repeat(48);
-
-const base64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
-const randomBase64 = (length: number) => base64(crypto.getRandomValues(new Uint8Array(length)));
-/** Settings production accepts: real random keys and secrets, an origin. */
-function productionEnv(overrides: Record<string, string> = {}): Record<string, string> {
-  return {
-    APP_ENV: "production",
-    DATABASE_URL: "postgres://vault@db.internal:5432/vault",
-    ENCRYPTION_KEY: randomBase64(32),
-    SERVER_REVEAL_TOKEN: randomBase64(32),
-    JWT_SECRET: randomBase64(48),
-    ALLOWED_ORIGINS: "https://app.example.com",
-    ...overrides,
-  };
-}
-
-/** The problems production names for `overrides`; none of them quotes a value of `env`. */
-function productionProblems(overrides: Record<string, string>): string[] {
-  const env = productionEnv(overrides);
-  const problems = problemsOf(env);
-  for (const [name, value] of Object.entries(env)) {
-    if (name === "APP_ENV" || value.length < 8) continue;
-    for (const problem of problems) assert.ok(!problem.includes(value), `${name}'s value echoed`);
-  }
-  return problems;
-}
-
-function problemsOf(env: Record<string, string>): string[] {
-  try {
-    parseConfig(env);
-  } catch (error) {
-    assert.ok(error instanceof ConfigError);
-    return [...error.problems];
-  }
-  assert.fail("expected the configuration to be refused");
-}
 
 const REQUIRED = ["DATABASE_URL", "ENCRYPTION_KEYS", "SERVER_REVEAL_TOKEN", "JWT_SECRET"];
 
@@ -103,10 +74,9 @@ Deno.test("production refuses SERVER_REVEAL_TOKEN equal to JWT_SECRET", () => {
 
 Deno.test("production refuses secrets of a handful of repeated characters", () => {
   const problems = productionProblems({ SERVER_REVEAL_TOKEN: TOKEN, JWT_SECRET: "ab".repeat(24) });
-  assert.deepEqual(problems, [
-    "SERVER_REVEAL_TOKEN is not random: fewer than 6 distinct characters",
-    "JWT_SECRET is not random: fewer than 6 distinct characters",
-  ]);
+  const fewer =
+    "is not random: fewer than 16 distinct characters (generate it: openssl rand -base64 32)";
+  assert.deepEqual(problems, [`SERVER_REVEAL_TOKEN ${fewer}`, `JWT_SECRET ${fewer}`]);
 });
 
 Deno.test("production refuses the local server's development keys, wherever they are copied", () => {
@@ -154,20 +124,29 @@ Deno.test("ALLOWED_ORIGINS holds exact origins: no wildcard, path, query or cred
     assert.deepEqual(productionProblems({ ALLOWED_ORIGINS: origin }), [refused], origin);
   }
   const accepted = parseConfig(productionEnv({
-    ALLOWED_ORIGINS: "https://App.Example.com/, http://localhost:5173, http://[::1]:3000",
+    ALLOWED_ORIGINS: "https://App.Example.com/, https://localhost:5173, https://[::1]:3000",
   })).allowedOrigins;
   assert.deepEqual(accepted, [
     "https://app.example.com",
-    "http://localhost:5173",
-    "http://[::1]:3000",
+    "https://localhost:5173",
+    "https://[::1]:3000",
   ]);
+  // Outside production, http pages too (a local frontend's dev server).
+  const local = parseConfig({
+    ...generateDevKeys(),
+    ALLOWED_ORIGINS: "http://localhost:5173, http://[::1]:3000",
+  }).allowedOrigins;
+  assert.deepEqual(local, ["http://localhost:5173", "http://[::1]:3000"]);
 });
 
 Deno.test("APP_ENV unset or blank: a function runs as production, the local server as development", () => {
   const { APP_ENV: _, ...unnamed } = productionEnv();
+  const local = { ...unnamed, DATABASE_URL: "postgres://vault@127.0.0.1:5432/vault" };
   for (const blank of [{}, { APP_ENV: "" }, { APP_ENV: "  " }]) {
     assert.equal(parseConfig({ ...unnamed, ...blank }, FUNCTION_DEFAULTS).appEnv, "production");
-    assert.equal(parseConfig({ ...unnamed, ...blank }).appEnv, "development");
+    assert.equal(parseConfig({ ...local, ...blank }).appEnv, "development");
+    // Development runs against a local database only: a remote one needs APP_ENV=production.
+    assert.throws(() => parseConfig({ ...unnamed, ...blank }), /DATABASE_URL is not local/);
     // Development keys and no origins: fine locally, refused by a function that was not told.
     const devOnly = { ...generateDevKeys(), ...blank };
     assert.equal(parseConfig(devOnly).appEnv, "development");

@@ -484,6 +484,43 @@ Deno.test("the client refuses options it cannot work with", () => {
   }
 });
 
+Deno.test("plain http:// is refused for any host but loopback: the reveal token never crosses a network in clear", () => {
+  const revealToken = "SECRET-reveal-token-for-this-test";
+  const refused = [
+    "http://vault.example.com/functions/v1",
+    "http://10.0.0.5:54321/functions/v1",
+    "http://192.168.1.20/api",
+    "http://[2001:db8::1]:54321/functions/v1",
+    "http://[::ffff:10.0.0.5]/functions/v1",
+    "http://localhost.example.com/functions/v1",
+    "http://127.0.0.1.nip.io/functions/v1",
+    "http://0.0.0.0:54321/functions/v1",
+  ];
+  for (const baseUrl of refused) {
+    assert.throws(() => createVaultServerClient({ baseUrl, revealToken }), (error: Error) => {
+      assert.ok(error instanceof TypeError, baseUrl);
+      assert.match(error.message, /https:\/\//, baseUrl);
+      assert.match(error.message, /loopback/, baseUrl);
+      assert.ok(!error.message.includes("SECRET"), "the token is quoted");
+      return true;
+    });
+  }
+  const allowed = [
+    "https://vault.example.com/functions/v1",
+    "https://10.0.0.5/api",
+    "http://127.0.0.1:54321/functions/v1",
+    "http://127.10.20.30/functions/v1",
+    "http://127.1:54321/functions/v1",
+    "http://localhost:54321/api",
+    "http://LOCALHOST:54321/api",
+    "http://[::1]:54321/functions/v1",
+    "http://[::ffff:127.0.0.1]:54321/functions/v1",
+  ];
+  for (const baseUrl of allowed) {
+    assert.doesNotThrow(() => createVaultServerClient({ baseUrl, revealToken }), baseUrl);
+  }
+});
+
 Deno.test("a session token a header cannot carry is invalid_token, never quoted, never sent", async () => {
   const { fetch: counted, calls } = countingFetch();
   const client = createVaultServerClient({

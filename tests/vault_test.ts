@@ -348,9 +348,9 @@ describeWithDatabase("secret vault", {
     const stored: Partial<Record<SecretType, string>> = {
       provider_a_api_key: uniqueValue("sk-a"),
       provider_a_org_id: "org-" + crypto.randomUUID().slice(0, 8),
-      provider_b_key: `quote" backslash\\ ünï 🔑 ${crypto.randomUUID()}`,
+      provider_b_key: `quote"backslash\\<tag>&amp;'${crypto.randomUUID()}`,
       provider_c_key: "x".repeat(4090) + crypto.randomUUID().slice(0, 6),
-      provider_d_key: "  padded key " + crypto.randomUUID() + "  ",
+      provider_d_key: `\\u0000\\n%0a${crypto.randomUUID()}`,
       provider_e_key: `{"value":"${crypto.randomUUID()}"}`,
       provider_f_api_key: crypto.randomUUID().replaceAll("-", "").slice(0, 16),
     };
@@ -380,6 +380,37 @@ describeWithDatabase("secret vault", {
       }
     }
     assert.deepEqual(JSON.parse(anonymous).secrets, []);
+  },
+
+  async "a hint never shows a space or an invisible character, even one saved before values had to be printable ASCII"(
+    app,
+  ) {
+    const creator = await signIn(app);
+    const kept = uniqueValue("sk-kept");
+    for (const type of ["provider_b_key", "provider_c_key", "provider_d_key"]) {
+      await ok(put(app.fetch, creator.accessToken, type, kept));
+    }
+    // Hints written when any well-formed text was accepted (the value's last four characters).
+    for (
+      const [type, hint] of [
+        ["provider_c_key", "…ab\u3164\u00a0"],
+        ["provider_d_key", "…\u2800\ufe0f\u034f\u180b"],
+      ]
+    ) {
+      await app.database.db.query(
+        "update public.user_secrets set hint = $3 where user_id = $1 and secret_type = $2",
+        [creator.userId, type, hint],
+      );
+    }
+    const listed = await ok(list(app.fetch, creator.accessToken));
+    assert.deepEqual(
+      listed.secrets.map(({ updatedAt: _, ...entry }: { updatedAt: string }) => entry),
+      [
+        { secretType: "provider_b_key", hint: `…${kept.slice(-4)}` },
+        { secretType: "provider_c_key" },
+        { secretType: "provider_d_key" },
+      ],
+    );
   },
 
   async "reveal needs the server token: without it or with a wrong one it is 403, with it 200"(
@@ -797,6 +828,29 @@ describeWithDatabase("secret vault", {
         400,
         "invalid_value",
       ],
+      // Provider keys and org IDs are printable ASCII: anything else is a paste's leftover, a
+      // look-alike letter or an invisible character that a hint would show as if it were the key.
+      ...([
+        ["a Hangul filler (U+3164)", "sk-hangul\u3164filler-0123456789"],
+        ["a variation selector (U+FE0F)", "sk-variation\ufe0f-0123456789"],
+        ["a combining grapheme joiner (U+034F)", "sk-joiner\u034f-0123456789"],
+        ["a Mongolian variation selector (U+180B)", "sk-mongolian\u180b-0123456789"],
+        ["a braille blank (U+2800)", "sk-braille-0123456789\u2800"],
+        ["a no-break space (U+00A0)", "sk-no-break\u00a0space-0123456789"],
+        ["a space inside", "sk-space inside-0123456789"],
+        ["a leading space", " sk-leading-space-0123456789"],
+        ["a trailing space", "sk-trailing-space-0123456789 "],
+        ["an ideographic space at the end", "sk-ideographic-0123456789\u3000"],
+        ["a Cyrillic letter that looks Latin", "sk-cyr\u0456llic-0123456789"],
+        ["an accented letter", "sk-caf\u00e9-0123456789"],
+        ["an emoji", "sk-key-\u{1f511}-0123456789"],
+        ["a Hangul filler alone", "\u3164"],
+      ] as const).map(([label, value]): [string, CallOptions, number, string] => [
+        label,
+        { body: { secretType: "provider_b_key", value } },
+        400,
+        "invalid_value",
+      ]),
       [
         "a body over 16 KiB",
         { body: { secretType: "provider_b_key", value: "k".repeat(17_000) } },
@@ -822,8 +876,9 @@ describeWithDatabase("secret vault", {
     }
     assert.deepEqual((await ok(list(app.fetch, token))).secrets, [], "nothing was stored");
 
-    // The limits are exact, and count characters, not UTF-16 units.
-    for (const value of ["k".repeat(4096), "é".repeat(4096), "🔑".repeat(2049)]) {
+    // The limit is exact; every printable ASCII character is accepted.
+    const printable = Array.from({ length: 0x7e - 0x20 }, (_, i) => String.fromCharCode(0x21 + i));
+    for (const value of ["k".repeat(4096), printable.join("")]) {
       await ok(put(app.fetch, token, "provider_b_key", value));
       assert.deepEqual(await revealed(app, token), { provider_b_key: value });
     }
@@ -891,13 +946,14 @@ describeWithDatabase("secret vault", {
     );
 
     const trail = await events(app, creator.userId);
-    // One event per reveal, naming every type it read.
+    // One event per reveal, naming every type it read; the refused one read nothing.
     assert.deepEqual(trail.map((e) => [e.action, e.secret_types]), [
       ["put", ["provider_b_key"]],
       ["put", ["provider_b_key"]],
       ["put", ["provider_c_key"]],
       ["reveal", ["provider_b_key", "provider_c_key"]],
       ["delete", ["provider_b_key"]],
+      ["reveal_refused", []],
     ]);
     assertNoPlaintext(trail.map((e) => e.row).join("\n"), values);
     // The creator can read its own trail.

@@ -15,9 +15,10 @@ export const HINT_MIN_CHARACTERS = 16;
 // C0 and C1 control characters (DEL included) and Unicode's line and paragraph separators:
 // provider keys never contain line breaks or tabs.
 const CONTROL_CHARACTER = /[\p{Cc}\p{Zl}\p{Zp}]/u;
-// Zero-width spaces, byte-order marks, soft hyphens: invisible, so always a paste's leftovers, and
-// a key carrying one is refused by its provider while looking right here.
-const INVISIBLE_CHARACTER = /\p{Cf}/u;
+// Every secret type is a provider's API key or organisation ID, which are printable ASCII, and a
+// live run sends them in HTTP headers, which carry nothing else. An allow-list, because a list of
+// invisible characters is never complete (fillers, blanks, variation selectors, look-alikes).
+const PRINTABLE_ASCII = /^[\x21-\x7e]*$/;
 
 const characters = (value: string) => Array.from(value).length;
 
@@ -33,12 +34,10 @@ const secretValue = z.string({ error: "value must be a string." })
     error: "value must not contain control characters such as line breaks or tabs.",
     abort: true,
   })
-  .refine((v) => !INVISIBLE_CHARACTER.test(v), {
-    error: "value must not contain invisible characters such as zero-width spaces.",
-    abort: true,
-  })
-  // JSON can carry a lone surrogate, which UTF-8 cannot: it would be stored as something else.
-  .refine((v) => v.isWellFormed(), { error: "value must be well-formed Unicode text." });
+  .refine((v) => PRINTABLE_ASCII.test(v), {
+    error: "value must be printable ASCII, as provider keys and organisation IDs are: no spaces, " +
+      "accented or non-Latin letters, or invisible characters such as zero-width spaces.",
+  });
 
 const putBody = z.strictObject({ secretType, value: secretValue });
 const deleteBody = z.strictObject({ secretType });

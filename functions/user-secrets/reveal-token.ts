@@ -12,26 +12,65 @@ import { REVEAL_TOKEN_HEADER } from "../_shared/http/reveal-header.ts";
 // bench:cpu-profile, for a token a few dozen bytes long.
 const digest = (value: string): Uint8Array => createHash("sha256").update(value, "utf8").digest();
 
+/** What a request's reveal token is: the configured one, none at all, or another. */
+export type PresentedToken = "right" | "missing" | "wrong";
+
 /**
- * Returns a check that throws 403 reveal_forbidden unless the request carries the configured
- * token. Both sides are hashed first and the digests compared without an early exit, so neither
- * the token's content nor its length shows in the response time.
+ * Returns a check of the request's reveal token against the configured one. Both sides are hashed
+ * first and the digests compared without an early exit, so neither the token's content nor its
+ * length shows in the response time.
  */
 export function createRevealTokenCheck(
   configuredToken: string,
-): (request: Request) => void {
+): (request: Request) => PresentedToken {
   const wanted = digest(configuredToken);
   return (request) => {
     const presented = request.headers.get(REVEAL_TOKEN_HEADER);
     const actual = digest(presented ?? "");
     let difference = presented === null || configuredToken.length === 0 ? 1 : 0;
     for (let i = 0; i < wanted.length; i++) difference |= wanted[i] ^ actual[i];
-    if (difference !== 0) {
-      throw new ServiceError(
-        "reveal_forbidden",
-        `Revealing secrets needs the server's ${REVEAL_TOKEN_HEADER} header.`,
-      );
-    }
+    if (difference === 0) return "right";
+    return presented === null ? "missing" : "wrong";
+  };
+}
+
+/** The answer to a missing or wrong reveal token, within the client's budget. */
+export function revealForbidden(): ServiceError {
+  return new ServiceError(
+    "reveal_forbidden",
+    `Revealing secrets needs the server's ${REVEAL_TOKEN_HEADER} header.`,
+  );
+}
+
+/** The rate-limit bucket of a client address's wrong reveal tokens. */
+export const wrongTokenBucket = (client: string): string => `vault:reveal:wrong-token:ip:${client}`;
+
+/** How many client addresses a process remembers as over their budget (a few hundred KiB). */
+const OVER_BUDGET_KEPT = 4096;
+
+/**
+ * The client addresses this process has seen go over their wrong-token budget, each until its
+ * window ends: their further wrong tokens are refused without asking the database, so a flood of
+ * guesses costs the database one count per process and window. Another process learns the same
+ * from the database on its first such request.
+ */
+export function createOverBudgetClients() {
+  const until = new Map<string, number>();
+  return {
+    /** Seconds until `client` may try again, or null when it is not known to be over. */
+    retryAfter(client: string): number | null {
+      const end = until.get(client);
+      if (end === undefined) return null;
+      const left = Math.ceil((end - Date.now()) / 1000);
+      if (left > 0) return left;
+      until.delete(client);
+      return null;
+    },
+    add(client: string, retryAfterSeconds: number): void {
+      until.delete(client);
+      if (until.size >= OVER_BUDGET_KEPT) until.delete(until.keys().next().value!); // the oldest
+      until.set(client, Date.now() + retryAfterSeconds * 1000);
+    },
   };
 }
 

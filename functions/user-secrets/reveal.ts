@@ -5,7 +5,8 @@
  */
 import type { AppConfig } from "../_shared/config/config.ts";
 import type { Database } from "../_shared/db/db.ts";
-import type { SessionTokens } from "../_shared/auth/session-tokens.ts";
+import { clientIp, rateLimited } from "../_shared/auth/rate-limit.ts";
+import type { SessionTokens, VerifiedSession } from "../_shared/auth/session-tokens.ts";
 import { readOptionalJson, requireSessionToken } from "../_shared/http/bodies.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import type { Logger } from "../_shared/http/log.ts";
@@ -14,8 +15,22 @@ import type { Handler } from "../_shared/http/router.ts";
 import type { SecretType } from "../_shared/vault/secret-types.ts";
 import { type KeyFailure, keyFailure, type Keyring } from "../_shared/vault/vault-crypto.ts";
 import { parseRevealRequest } from "./requests.ts";
-import { createRevealTokenCheck, revealTokenBucket } from "./reveal-token.ts";
-import { readForReveal, recordRevealFailure, type StoredRow, vaultLimits } from "./vault-store.ts";
+import {
+  createOverBudgetClients,
+  createRevealTokenCheck,
+  type PresentedToken,
+  revealForbidden,
+  revealTokenBucket,
+  wrongTokenBucket,
+} from "./reveal-token.ts";
+import {
+  readForReveal,
+  recordRevealFailure,
+  refuseReveal,
+  type RevealRefusal,
+  type StoredRow,
+  vaultLimits,
+} from "./vault-store.ts";
 
 interface RevealedSecret {
   secretType: SecretType;
@@ -28,13 +43,57 @@ export interface RevealDeps {
   readonly sessions: SessionTokens;
   readonly keyring: Keyring;
   readonly log: Logger;
-  readonly config: Pick<AppConfig, "publicApiKeys" | "rateLimits" | "serverRevealToken">;
+  readonly config: Pick<
+    AppConfig,
+    "clientIp" | "publicApiKeys" | "rateLimits" | "serverRevealToken"
+  >;
 }
 
 export function revealRoute({ db, sessions, keyring, log, config }: RevealDeps): Handler {
   const limits = vaultLimits(config.rateLimits);
   const checkRevealToken = createRevealTokenCheck(config.serverRevealToken);
   const tokenBucket = revealTokenBucket(config.serverRevealToken);
+  const refusalsPerMinute = config.rateLimits.wrongRevealTokensPerIpPerMinute;
+  const overBudget = createOverBudgetClients();
+
+  /**
+   * A missing or wrong reveal token: counted against the client address's budget (403 within it,
+   * then 429), logged, and with a live session recorded in its creator's trail. Only this path
+   * counts, so a server holding the right token is never refused by this limit, whatever shares
+   * its address. Neither the log nor the trail holds anything of the token.
+   */
+  async function refuse(request: Request, presented: PresentedToken): Promise<never> {
+    const client = clientIp(request, config.clientIp);
+    let session: VerifiedSession | null = null;
+    try {
+      session = await sessions.verifyToken(requireSessionToken(request, config.publicApiKeys));
+    } catch (error) {
+      if (!(error instanceof ServiceError)) throw error;
+    }
+    const fields = { client, reason: presented, user_id: session?.userId ?? null };
+    const known = overBudget.retryAfter(client);
+    if (known !== null) {
+      // Already over in this window: refused without the database, and not recorded again.
+      log.info("reveal_refused", { ...fields, limited: true, recorded: false });
+      throw rateLimited(known);
+    }
+    let refusal: RevealRefusal;
+    try {
+      refusal = await refuseReveal(db, wrongTokenBucket(client), session, refusalsPerMinute);
+    } catch (error) {
+      // The token is wrong whatever the database says; the operator sees the failure here.
+      log.error("reveal_refusal_not_counted", {
+        ...fields,
+        error: error instanceof Error ? error.name : "unknown",
+      });
+      throw revealForbidden();
+    }
+    const limited = refusal.hits > refusalsPerMinute;
+    log.info("reveal_refused", { ...fields, limited, recorded: refusal.recorded });
+    if (!limited) throw revealForbidden();
+    overBudget.add(client, refusal.retryAfter);
+    throw rateLimited(refusal.retryAfter);
+  }
 
   /**
    * Decrypts every row, collecting the ones that cannot be read with why. Nothing is logged here:
@@ -68,8 +127,10 @@ export function revealRoute({ db, sessions, keyring, log, config }: RevealDeps):
   }
 
   return async function reveal(request) {
-    // The server token first: without it nothing about the session is even looked at.
-    checkRevealToken(request);
+    // The server token first: without it nothing else is looked at, but to count and record the
+    // refusal. The right token costs nothing more than the comparison.
+    const presented = checkRevealToken(request);
+    if (presented !== "right") return await refuse(request, presented);
     const session = await sessions.verifyToken(requireSessionToken(request, config.publicApiKeys));
     const secretTypes = parseRevealRequest(await readOptionalJson(request));
     // The read and its 'reveal' event are one statement, committed before anything is released

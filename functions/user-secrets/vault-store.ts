@@ -7,7 +7,7 @@
  * security (migration 20261124060000). Only the service's own connection may execute them.
  */
 import type { AppConfig } from "../_shared/config/config.ts";
-import type { Database, Queryable } from "../_shared/db/db.ts";
+import { type Database, type Queryable, queryWithoutWaitingForFlush } from "../_shared/db/db.ts";
 import { rateLimited } from "../_shared/auth/rate-limit.ts";
 import { SECRET_TYPES, type SecretType } from "../_shared/vault/secret-types.ts";
 import { sessionEnded, type VerifiedSession } from "../_shared/auth/session-tokens.ts";
@@ -69,8 +69,15 @@ export async function listSecrets(db: Queryable, session: VerifiedSession): Prom
     [JSON.stringify(session.claims), session.sessionId, session.userId, SECRET_TYPES],
   );
   if (rows.length > 0 && !rows[0].live) throw sessionEnded();
-  return rows;
+  return rows.map((row) =>
+    row.hint === null || SHOWN_HINT.test(row.hint) ? row : { ...row, hint: null }
+  );
 }
+
+// A hint as it may be shown: "…" and four printable ASCII characters. Values saved before they had
+// to be printable ASCII can have hints of spaces or invisible characters that would pass for the
+// key's own.
+const SHOWN_HINT = /^…[\x21-\x7e]{4}$/;
 
 export async function putSecret(
   db: Queryable,
@@ -159,4 +166,39 @@ export async function recordRevealFailure(
     session.userId,
     secretTypes,
   ]);
+}
+
+/** What counting one refused reveal found: its window's count, the seconds left, the audit. */
+export interface RevealRefusal {
+  readonly hits: number;
+  readonly retryAfter: number;
+  /** Whether a 'reveal_refused' event was written for the session's creator. */
+  readonly recorded: boolean;
+}
+
+/**
+ * Counts a reveal refused for its server token against `clientBucket` and, with a live `session`,
+ * records it as a 'reveal_refused' event (migration 20261126010000). One statement, committed
+ * without waiting for the flush: anyone can send a wrong token, and waiting would let anyone make
+ * the database flush at will.
+ */
+export async function refuseReveal(
+  db: Pick<Database, "batch">,
+  clientBucket: string,
+  session: VerifiedSession | null,
+  refusalsPerMinute: number,
+): Promise<RevealRefusal> {
+  const [row] = await queryWithoutWaitingForFlush<
+    { hits: number; retry_after: number; recorded: boolean }
+  >(db, {
+    text: "select hits, retry_after, recorded from public.refuse_reveal($1, $2, $3, $4, $5)",
+    params: [
+      clientBucket,
+      refusalsPerMinute,
+      VAULT_WINDOW_SECONDS,
+      session?.sessionId ?? null,
+      session?.userId ?? null,
+    ],
+  });
+  return { hits: row.hits, retryAfter: row.retry_after, recorded: row.recorded };
 }

@@ -38,6 +38,7 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     RATE_LIMIT_VAULT_WRITES_PER_MINUTE: "100000",
     RATE_LIMIT_REVEALS_PER_MINUTE: "100000",
     RATE_LIMIT_REVEALS_PER_TOKEN_PER_MINUTE: "100000",
+    RATE_LIMIT_WRONG_REVEAL_TOKENS_PER_MINUTE: "100000",
     ...overrides,
   };
 }

@@ -6,7 +6,9 @@
  */
 import type { DatabaseSettings } from "../db/db.ts";
 import { databaseUrl, type Env, envSchema, FORWARDED_FOR } from "./env-schema.ts";
-import { type EncryptionKeySpec, parseKeyring, weakSecrets } from "./keyring.ts";
+import { type EncryptionKeySpec, keyringEntrySecret, parseKeyring } from "./keyring.ts";
+import { type ComparedSecret, comparedSecret, sharedSecrets, weakSecret } from "./weak-secrets.ts";
+import { localStackProblems } from "./local-stack.ts";
 import {
   parseChainIds,
   parseChainRpcUrls,
@@ -61,9 +63,13 @@ export interface AppConfig {
     readonly revealsPerMinute: number;
     /** Reveals per server reveal token, every creator together. */
     readonly revealsPerTokenPerMinute: number;
-    /** Contract-wallet checks (RPC calls) per client IP, and per address, per minute. */
+    /** Reveals refused for a missing or wrong reveal token, per client IP (a right one never counts). */
+    readonly wrongRevealTokensPerIpPerMinute: number;
+    /** Contract-wallet checks (RPC calls) per client IP, and per address and chain, per minute. */
     readonly rpcPerIpPerMinute: number;
     readonly rpcPerAddressPerMinute: number;
+    /** Contract-wallet checks per (address, client IP) per minute: one client's share of a wallet. */
+    readonly rpcPerAddressPerClientPerMinute: number;
   };
   readonly clientIp: ClientIpSource;
   /**
@@ -127,7 +133,8 @@ export function parseConfig(
   const { env, vars } = readEnv(given, defaults, REQUIRED_IN_PRODUCTION);
   const problems: string[] = [];
   const production = vars.APP_ENV === "production";
-  const { database, encryptionKeys } = storageSettings(vars, defaults, problems);
+  const { database, keyring } = storageSettings(vars, defaults, problems);
+  const encryptionKeys = keyring.map(({ id, key }): EncryptionKeySpec => ({ id, key }));
   const allowedOrigins = parseOrigins(vars.ALLOWED_ORIGINS, problems);
   const allowedChainIds = parseChainIds(vars.ALLOWED_CHAIN_IDS, problems);
   const publishableKeys = parsePublishableKeys(vars.SUPABASE_PUBLISHABLE_KEYS, problems);
@@ -142,13 +149,19 @@ export function parseConfig(
 
   if (production) {
     problems.unshift(...missingInProduction(env, REQUIRED_IN_PRODUCTION));
-    problems.push(...weakSecrets(vars.SERVER_REVEAL_TOKEN, vars.JWT_SECRET));
+    problems.push(...serviceSecretProblems(vars, keyring.map(keyringEntrySecret)));
     if (
       vars.ALLOWED_ORIGINS !== undefined && vars.ALLOWED_ORIGINS.split(",").every((o) => !o.trim())
     ) {
       problems.push("ALLOWED_ORIGINS names no origin (CORS would answer any origin)");
     }
+    if (allowedOrigins.some((origin) => !origin.startsWith("https://"))) {
+      // A page served over http can be read and rewritten on the way: its sign-in and its session
+      // token are the network's, so production lets in https pages only (localhost included).
+      problems.push("ALLOWED_ORIGINS must hold https origins in production (no http://)");
+    }
   } else {
+    problems.push(...localStackProblems(vars.APP_ENV, vars));
     // Development and tests get their keys from the local server's dev-key file or the test setup.
     if (encryptionKeys.length === 0) problems.push(NO_KEYRING);
     if (vars.SERVER_REVEAL_TOKEN === undefined) problems.push("SERVER_REVEAL_TOKEN is not set");
@@ -178,8 +191,10 @@ export function parseConfig(
       vaultWritesPerMinute: vars.RATE_LIMIT_VAULT_WRITES_PER_MINUTE,
       revealsPerMinute: vars.RATE_LIMIT_REVEALS_PER_MINUTE,
       revealsPerTokenPerMinute: vars.RATE_LIMIT_REVEALS_PER_TOKEN_PER_MINUTE,
+      wrongRevealTokensPerIpPerMinute: vars.RATE_LIMIT_WRONG_REVEAL_TOKENS_PER_MINUTE,
       rpcPerIpPerMinute: vars.RATE_LIMIT_RPC_PER_MINUTE,
       rpcPerAddressPerMinute: vars.RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE,
+      rpcPerAddressPerClientPerMinute: vars.RATE_LIMIT_RPC_PER_ADDRESS_PER_CLIENT_PER_MINUTE,
     },
     clientIp: { header: vars.CLIENT_IP_HEADER, trustedHops: vars.CLIENT_IP_TRUSTED_HOPS ?? 1 },
     chainRpcUrls,
@@ -209,14 +224,18 @@ const REQUIRED_FOR_STORAGE: readonly Requirement[] = [
 export function parseStorageConfig(given: Env): StorageConfig {
   const { env, vars } = readEnv(given, LOCAL_SERVER_DEFAULTS, REQUIRED_FOR_STORAGE);
   const problems: string[] = [];
-  const storage = storageSettings(vars, LOCAL_SERVER_DEFAULTS, problems);
+  const { database, keyring } = storageSettings(vars, LOCAL_SERVER_DEFAULTS, problems);
   if (vars.APP_ENV === "production") {
     problems.unshift(...missingInProduction(env, REQUIRED_FOR_STORAGE));
-  } else if (storage.encryptionKeys.length === 0) {
+  } else if (keyring.length === 0) {
     problems.push(NO_KEYRING);
   }
   if (problems.length > 0) throw new ConfigError(problems);
-  return { appEnv: vars.APP_ENV, ...storage };
+  return {
+    appEnv: vars.APP_ENV,
+    database,
+    encryptionKeys: keyring.map(({ id, key }): EncryptionKeySpec => ({ id, key })),
+  };
 }
 
 const NO_KEYRING = "ENCRYPTION_KEYS (or ENCRYPTION_KEY) is not set";
@@ -243,13 +262,30 @@ function readEnv(
   );
 }
 
+/**
+ * Production's refusals of SERVER_REVEAL_TOKEN and JWT_SECRET (weak-secrets.ts): each one's own
+ * weakness, then either one a copy of the other or of an encryption key. Whoever holds the reveal
+ * token could otherwise sign session tokens for anyone, then reveal.
+ */
+function serviceSecretProblems(vars: EnvVars, keys: readonly ComparedSecret[]): string[] {
+  const given: [string, string | undefined][] = [
+    ["SERVER_REVEAL_TOKEN", vars.SERVER_REVEAL_TOKEN],
+    ["JWT_SECRET", vars.JWT_SECRET],
+  ];
+  const secrets = given.filter((pair): pair is [string, string] => pair[1] !== undefined);
+  return [
+    ...secrets.flatMap(([name, value]) => weakSecret(value, name)),
+    ...sharedSecrets(secrets.map(([name, value]) => comparedSecret(name, value)), keys),
+  ];
+}
+
 /** The database (Postgres from its URL, else PGlite) and the keyring; problems are appended. */
 function storageSettings(vars: EnvVars, defaults: ConfigDefaults, problems: string[]) {
   const given = databaseUrl(vars);
   const target = given === undefined
     ? undefined
     : parseDatabaseUrl(given.url, given.name, problems);
-  const encryptionKeys = parseKeyring(
+  const keyring = parseKeyring(
     vars.ENCRYPTION_KEYS,
     vars.ENCRYPTION_KEY,
     problems,
@@ -266,7 +302,7 @@ function storageSettings(vars: EnvVars, defaults: ConfigDefaults, problems: stri
       queryTimeoutMs: vars.DATABASE_TIMEOUT_MS,
     }
     : { engine: "pglite", dataDir: vars.PGLITE_DATA_DIR ?? ".local/pglite" };
-  return { database, encryptionKeys };
+  return { database, keyring };
 }
 
 type Requirement = typeof REQUIRED_IN_PRODUCTION[number];

@@ -27,6 +27,25 @@ export function databaseUrl(
 
 export const FORWARDED_FOR = "x-forwarded-for";
 
+/**
+ * The headers CLIENT_IP_HEADER may name: X-Forwarded-For (a list, read from the right) and the
+ * one-address headers proxies and CDNs set to the address they saw (nginx, Cloudflare, Akamai,
+ * Fastly, Fly.io, Azure, Google App Engine). Any other header carries something else, and the local
+ * server overwrites the configured one with the socket's address: `authorization`, `cookie`, `host`
+ * or `x-service-server-secret` there would give every client one bucket and lose a credential.
+ */
+export const CLIENT_IP_HEADERS = [
+  FORWARDED_FOR,
+  "x-real-ip",
+  "cf-connecting-ip",
+  "true-client-ip",
+  "fastly-client-ip",
+  "fly-client-ip",
+  "x-client-ip",
+  "x-cluster-client-ip",
+  "x-appengine-user-ip",
+] as const;
+
 const blankToUndefined = (value: unknown) =>
   typeof value === "string" && value.trim() === "" ? undefined : value;
 const optionalString = z.preprocess(blankToUndefined, z.string().trim().optional());
@@ -86,19 +105,26 @@ export const envSchema = z.object({
   RATE_LIMIT_VAULT_WRITES_PER_MINUTE: positiveInt(60, 1_000_000),
   RATE_LIMIT_REVEALS_PER_MINUTE: positiveInt(60, 1_000_000),
   RATE_LIMIT_REVEALS_PER_TOKEN_PER_MINUTE: positiveInt(6000, 1_000_000),
+  RATE_LIMIT_WRONG_REVEAL_TOKENS_PER_MINUTE: positiveInt(10, 1_000_000),
   CLIENT_IP_HEADER: z.preprocess(
-    blankToUndefined,
-    z.string().trim().toLowerCase().regex(
-      /^[a-z0-9][a-z0-9-]{0,63}$/,
-      "must be a header name like x-forwarded-for or cf-connecting-ip",
-    ).default(FORWARDED_FOR),
+    (value) => {
+      const given = blankToUndefined(value);
+      return typeof given === "string" ? given.trim().toLowerCase() : given;
+    },
+    z.enum(CLIENT_IP_HEADERS, {
+      error: `must be one of ${CLIENT_IP_HEADERS.join(", ")} (a header a trusted proxy sets to ` +
+        "the client's address)",
+    }).default(FORWARDED_FOR),
   ),
   CLIENT_IP_TRUSTED_HOPS: z.preprocess(
     blankToUndefined,
     z.coerce.number().int().min(1).max(10).optional(),
   ),
   RATE_LIMIT_RPC_PER_MINUTE: positiveInt(10, 1_000_000),
-  RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE: positiveInt(10, 1_000_000),
+  // Every client together, per wallet and chain: well above one client's share (next line), so one
+  // client alone can never use a wallet's budget up.
+  RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE: positiveInt(100, 1_000_000),
+  RATE_LIMIT_RPC_PER_ADDRESS_PER_CLIENT_PER_MINUTE: positiveInt(5, 1_000_000),
   CHAIN_RPC_URLS: optionalString,
   CHAIN_RPC_TIMEOUT_MS: positiveInt(3000, 60_000),
   SUPABASE_URL: optionalString,

@@ -1,24 +1,31 @@
 /**
- * The vault's keys as configuration gives them (ENCRYPTION_KEYS or ENCRYPTION_KEY), and what
- * production refuses: keys and secrets that are not random, or that the local server made.
+ * The vault's keys as configuration gives them (ENCRYPTION_KEYS or ENCRYPTION_KEY). What production
+ * refuses of them (keys that are not random, that the local server made, or near-copies of each
+ * other) is weak-secrets.ts's.
  */
+import {
+  type ComparedSecret,
+  comparedSecret,
+  decodeBase64,
+  sharedSecrets,
+  weakKey,
+} from "./weak-secrets.ts";
+
+export { DEV_ENCRYPTION_KEY_MARK, DEV_SECRET_PREFIX } from "./weak-secrets.ts";
 
 export interface EncryptionKeySpec {
   readonly id: string;
   readonly key: Uint8Array;
 }
 
-/**
- * The marks the local server puts on the development keys it generates (server/dev-keys.ts), so
- * production refuses them wherever they are copied to: the secrets start with `dev-`, and every
- * development encryption key's base64 text starts with `devKeyNotForProd` (its first 12 bytes).
- */
-export const DEV_SECRET_PREFIX = "dev-";
-export const DEV_ENCRYPTION_KEY_MARK = "devKeyNotForProd";
-const DEV_KEY_MARK_BYTES = Uint8Array.from(atob(DEV_ENCRYPTION_KEY_MARK), (c) => c.charCodeAt(0));
-
 const KEY_ID = /^[A-Za-z0-9_-]{1,32}$/;
 const SINGLE_KEY_ID = "k1";
+
+/** A key as configured: the setting (or entry) that gave it, and its text, for the weak checks. */
+export interface KeyringEntry extends EncryptionKeySpec {
+  readonly label: string;
+  readonly encoded: string;
+}
 
 /** `ENCRYPTION_KEYS=k2:<base64>,k1:<base64>` (first encrypts) or one `ENCRYPTION_KEY=<base64>` (id k1). */
 export function parseKeyring(
@@ -26,7 +33,7 @@ export function parseKeyring(
   single: string | undefined,
   problems: string[],
   production: boolean,
-): EncryptionKeySpec[] {
+): KeyringEntry[] {
   if (keyring !== undefined && single !== undefined) {
     problems.push("set ENCRYPTION_KEYS or ENCRYPTION_KEY, not both");
     return [];
@@ -45,7 +52,7 @@ export function parseKeyring(
     : single !== undefined
     ? [{ id: SINGLE_KEY_ID, encoded: single, label: "ENCRYPTION_KEY" }]
     : [];
-  const keys: EncryptionKeySpec[] = [];
+  const keys: KeyringEntry[] = [];
   for (const { id, encoded, label } of entries) {
     // Never echo the value: the message names the entry, not its content.
     if (!KEY_ID.test(id)) {
@@ -62,58 +69,13 @@ export function parseKeyring(
       continue;
     }
     if (production) problems.push(...weakKey(key, label));
-    keys.push({ id, key });
+    keys.push({ id, key, label, encoded });
   }
+  if (production) problems.push(...sharedSecrets(keys.map(keyringEntrySecret)));
   return keys;
 }
 
-/**
- * Production refuses keys that are not 32 random bytes. Thresholds a random key misses by far:
- * fewer than 16 distinct bytes (all zeros, one byte repeated, a short pattern) has a chance near
- * 1e-17, and 32 printable ASCII bytes (a password encoded as base64) near 1e-14.
- */
-function weakKey(key: Uint8Array, label: string): string[] {
-  if (DEV_KEY_MARK_BYTES.every((byte, i) => key[i] === byte)) {
-    return [`${label} is a development key made by the local server; generate one for production`];
-  }
-  if (new Set(key).size < 16) {
-    return [`${label} is not random: too few distinct bytes (all zeros or a repeated pattern)`];
-  }
-  if (key.every((byte) => byte >= 0x20 && byte <= 0x7e)) {
-    return [`${label} is not random: every byte is printable text (a password in base64?)`];
-  }
-  return [];
-}
-
-/** Production refuses development secrets, uniform ones, and one secret used for both roles. */
-export function weakSecrets(
-  revealToken: string | undefined,
-  jwtSecret: string | undefined,
-): string[] {
-  const problems: string[] = [];
-  for (const [name, value] of [["SERVER_REVEAL_TOKEN", revealToken], ["JWT_SECRET", jwtSecret]]) {
-    if (value === undefined) continue;
-    if (value.startsWith(DEV_SECRET_PREFIX)) {
-      problems.push(
-        `${name} is a development secret made by the local server; generate one for production`,
-      );
-    } else if (new Set(value).size < 6) {
-      problems.push(`${name} is not random: fewer than 6 distinct characters`);
-    }
-  }
-  // Whoever holds the reveal token could otherwise sign session tokens for anyone, then reveal.
-  if (revealToken !== undefined && revealToken === jwtSecret) {
-    problems.push("SERVER_REVEAL_TOKEN must differ from JWT_SECRET");
-  }
-  return problems;
-}
-
-function decodeBase64(encoded: string): Uint8Array | null {
-  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(encoded)) return null;
-  try {
-    const normalised = encoded.replaceAll("-", "+").replaceAll("_", "/");
-    return Uint8Array.from(atob(normalised), (c) => c.charCodeAt(0));
-  } catch {
-    return null;
-  }
+/** A key as the shared-run check compares it with the others and with the service's secrets. */
+export function keyringEntrySecret(entry: KeyringEntry): ComparedSecret {
+  return { ...comparedSecret(entry.label, entry.encoded), bytes: entry.key };
 }

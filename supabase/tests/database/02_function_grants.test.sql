@@ -13,8 +13,8 @@ select results_eq(
       order by 1 $$,
   array['admit_contract_check', 'audit_user_secret_change', 'delete_user_secret', 'hit_rate_limit',
     'issue_nonce', 'list_user_secrets', 'nonce_refusal', 'put_user_secret', 'record_reveal_failure',
-    'reveal_user_secrets', 'session_is_live', 'session_is_live_for', 'sign_in_from_ip',
-    'sign_in_with_nonce', 'sweep_expired_rows'],
+    'refuse_reveal', 'reveal_user_secrets', 'session_is_live', 'session_is_live_for',
+    'sign_in_from_ip', 'sign_in_with_nonce', 'sweep_expired_rows'],
   'public holds exactly these functions of ours'
 );
 

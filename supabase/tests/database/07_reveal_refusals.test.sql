@@ -1,0 +1,85 @@
+-- Reveals refused for their server token (migration 20261126010000): each is counted against the
+-- client address's budget, and with a live session recorded as a 'reveal_refused' event naming no
+-- type, up to the first refusal over the budget in a window. Only the service may call it.
+begin;
+create extension if not exists pgtap with schema extensions;
+select plan(12);
+
+insert into public.wallet_users (id, wallet_address) values
+  ('f0000000-0000-4000-8000-000000000001', '0x' || repeat('f', 40));
+insert into public.auth_sessions (id, user_id, expires_at, revoked_at, revoked_reason) values
+  ('f0000000-0000-4000-8000-0000000000f1', 'f0000000-0000-4000-8000-000000000001',
+    now() + interval '1 hour', null, null),
+  ('f0000000-0000-4000-8000-0000000000f2', 'f0000000-0000-4000-8000-000000000001',
+    now() + interval '1 hour', now(), 'logout');
+
+select results_eq(
+  $$ select hits, recorded from public.refuse_reveal('vault:reveal:wrong-token:ip:192.0.2.1', 2,
+       60, 'f0000000-0000-4000-8000-0000000000f1', 'f0000000-0000-4000-8000-000000000001')
+     union all
+     select hits, recorded from public.refuse_reveal('vault:reveal:wrong-token:ip:192.0.2.1', 2,
+       60, 'f0000000-0000-4000-8000-0000000000f1', 'f0000000-0000-4000-8000-000000000001')
+     union all
+     select hits, recorded from public.refuse_reveal('vault:reveal:wrong-token:ip:192.0.2.1', 2,
+       60, 'f0000000-0000-4000-8000-0000000000f1', 'f0000000-0000-4000-8000-000000000001')
+     union all
+     select hits, recorded from public.refuse_reveal('vault:reveal:wrong-token:ip:192.0.2.1', 2,
+       60, 'f0000000-0000-4000-8000-0000000000f1', 'f0000000-0000-4000-8000-000000000001') $$,
+  $$ values (1, true), (2, true), (3, true), (4, false) $$,
+  'each refusal is counted, and recorded up to the first one over the limit');
+select ok(
+  (select retry_after between 1 and 60 from public.refuse_reveal(
+    'vault:reveal:wrong-token:ip:192.0.2.1', 2, 60, null, null)),
+  'the count comes with the seconds left in its window');
+select results_eq(
+  $$ select action, secret_types from public.secret_events
+      where user_id = 'f0000000-0000-4000-8000-000000000001' order by id $$,
+  $$ values ('reveal_refused', '{}'::text[]), ('reveal_refused', '{}'::text[]),
+    ('reveal_refused', '{}'::text[]) $$,
+  'the recorded refusals name the creator and no type');
+select is(
+  (select recorded from public.refuse_reveal('vault:reveal:wrong-token:ip:192.0.2.2', 2, 60,
+    'f0000000-0000-4000-8000-0000000000f2', 'f0000000-0000-4000-8000-000000000001')),
+  false, 'an ended session records nothing');
+select is(
+  (select recorded from public.refuse_reveal('vault:reveal:wrong-token:ip:192.0.2.2', 2, 60,
+    'f0000000-0000-4000-8000-0000000000f1', 'f0000000-0000-4000-8000-000000000002')),
+  false, 'a session that is not that user''s records nothing');
+select is(
+  (select hits from public.refuse_reveal('vault:reveal:wrong-token:ip:192.0.2.2', 2, 60,
+    null, null)),
+  3, 'every refusal counts, with a session or without');
+select is(
+  (select count(*)::integer from public.secret_events
+    where user_id = 'f0000000-0000-4000-8000-000000000001'),
+  3, 'and only a live session of that user is recorded');
+
+select throws_ok(
+  $$ insert into public.secret_events (user_id, secret_types, action)
+       values ('f0000000-0000-4000-8000-000000000001', '{}', 'reveal') $$,
+  '23514', null, 'only a refused reveal may name no type');
+select lives_ok(
+  $$ insert into public.secret_events (user_id, secret_types, action)
+       values ('f0000000-0000-4000-8000-000000000001', array['provider_b_key'], 'reveal_refused') $$,
+  'a refused reveal may name types');
+
+select function_privs_are('public', 'refuse_reveal',
+  array['text', 'integer', 'integer', 'uuid', 'uuid'],
+  'service_role', array['EXECUTE'], 'service_role can execute refuse_reveal');
+
+set local role anon;
+select throws_ok(
+  $$ select * from public.refuse_reveal('vault:reveal:wrong-token:ip:192.0.2.3', 2, 60, null, null) $$,
+  '42501', null, 'anon cannot call refuse_reveal');
+reset role;
+set local request.jwt.claims to
+  '{"sub":"f0000000-0000-4000-8000-000000000001","role":"authenticated","session_id":"f0000000-0000-4000-8000-0000000000f1"}';
+set local role authenticated;
+select throws_ok(
+  $$ select * from public.refuse_reveal('vault:reveal:wrong-token:ip:192.0.2.3', 2, 60,
+       'f0000000-0000-4000-8000-0000000000f1', 'f0000000-0000-4000-8000-000000000001') $$,
+  '42501', null, 'authenticated cannot call refuse_reveal');
+reset role;
+
+select * from finish();
+rollback;

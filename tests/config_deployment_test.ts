@@ -1,0 +1,140 @@
+/**
+ * Settings that decide who the service trusts (issue 30, item 8): the client-address header is one
+ * a proxy sets to an address, development and test run only against a local stack, and production
+ * lets in https pages only.
+ */
+import assert from "node:assert/strict";
+import { FUNCTION_DEFAULTS, parseConfig } from "../functions/_shared/config/config.ts";
+import { CLIENT_IP_HEADERS } from "../functions/_shared/config/env-schema.ts";
+import { generateDevKeys } from "../server/dev-keys.ts";
+import { problemsOf, productionEnv, productionProblems } from "./support/config-env.ts";
+
+const HEADER_LIST = "CLIENT_IP_HEADER: must be one of x-forwarded-for, x-real-ip, " +
+  "cf-connecting-ip, true-client-ip, fastly-client-ip, fly-client-ip, x-client-ip, " +
+  "x-cluster-client-ip, x-appengine-user-ip (a header a trusted proxy sets to the client's address)";
+
+Deno.test("CLIENT_IP_HEADER names a proxy's client-address header from a closed list, any case", () => {
+  assert.deepEqual(CLIENT_IP_HEADERS, [
+    "x-forwarded-for",
+    "x-real-ip",
+    "cf-connecting-ip",
+    "true-client-ip",
+    "fastly-client-ip",
+    "fly-client-ip",
+    "x-client-ip",
+    "x-cluster-client-ip",
+    "x-appengine-user-ip",
+  ]);
+  for (const header of CLIENT_IP_HEADERS) {
+    const given = ` ${header.toUpperCase()} `;
+    const env = { ...generateDevKeys(), CLIENT_IP_HEADER: given };
+    assert.equal(parseConfig(env).clientIp.header, header);
+    assert.equal(parseConfig(productionEnv({ CLIENT_IP_HEADER: given })).clientIp.header, header);
+  }
+});
+
+Deno.test("CLIENT_IP_HEADER refuses any other header, a credential's above all, in every mode", () => {
+  const others = [
+    "authorization",
+    "cookie",
+    "x-service-server-secret",
+    "host",
+    "apikey",
+    "origin",
+    "x-forwarded-host",
+    "forwarded",
+    "x-forwarded",
+    "user-agent",
+    "x-request-id",
+  ];
+  for (const header of others) {
+    assert.deepEqual(problemsOf({ ...generateDevKeys(), CLIENT_IP_HEADER: header }), [
+      HEADER_LIST,
+    ]);
+    assert.deepEqual(problemsOf(productionEnv({ CLIENT_IP_HEADER: header })), [HEADER_LIST]);
+  }
+});
+
+/** What Supabase gives a function of a hosted project, and a local stack's equivalents. */
+const HOSTED = {
+  SUPABASE_URL: "https://abcdefghijklmnopqrst.supabase.co",
+  SUPABASE_DB_URL: "postgresql://postgres:pw@db.abcdefghijklmnopqrst.supabase.co:5432/postgres",
+};
+
+const notLocal = (appEnv: string, name: string) =>
+  `APP_ENV=${appEnv} runs only against a local stack, but ${name} is not local (loopback or a ` +
+  "container name); a hosted project or remote database needs APP_ENV=production";
+
+Deno.test("development and test refuse a hosted Supabase project, naming the setting and not its value", () => {
+  for (const appEnv of ["development", "test"]) {
+    for (const defaults of [undefined, FUNCTION_DEFAULTS]) {
+      const env = { ...generateDevKeys(), APP_ENV: appEnv };
+      assert.deepEqual(
+        problemsOf({ ...env, ...HOSTED }),
+        [notLocal(appEnv, "SUPABASE_URL"), notLocal(appEnv, "SUPABASE_DB_URL")],
+      );
+      assert.throws(() => parseConfig({ ...env, ...HOSTED }, defaults), (error) => {
+        assert.ok(!String(error).includes("abcdefghijklmnopqrst"), "the project ref was quoted");
+        return true;
+      });
+    }
+  }
+  // The same environment in production is what a deployed function is meant to run with.
+  const { DATABASE_URL: _, ...deployed } = productionEnv(HOSTED);
+  assert.equal(parseConfig(deployed, FUNCTION_DEFAULTS).projectName, "abcdefghijklmnopqrst");
+});
+
+Deno.test("development runs only where every project and database URL is loopback or a container", () => {
+  const refused: [string, string][] = [
+    ["SUPABASE_URL", "https://abcdefghijklmnopqrst.supabase.in"],
+    ["SUPABASE_URL", "https://api.example.com"],
+    ["SUPABASE_URL", "http://10.0.0.5:8000"],
+    ["SUPABASE_URL", "http://0.0.0.0:54321"],
+    ["SUPABASE_URL", "http://[2001:db8::1]:54321"],
+    ["DATABASE_URL", "postgres://postgres.ref:pw@aws-0-eu-central-1.pooler.supabase.com:6543/db"],
+    ["DATABASE_URL", "postgres://vault@db.internal:5432/vault"],
+    ["SUPABASE_DB_URL", "postgresql://postgres:pw@203.0.113.9:5432/postgres"],
+  ];
+  for (const [name, url] of refused) {
+    assert.deepEqual(problemsOf({ ...generateDevKeys(), [name]: url }), [
+      notLocal("development", name),
+    ], url);
+  }
+  // `supabase functions serve` gives http://kong:8000 and a database at db; the local server and
+  // the tests use loopback; Docker reaches the host machine by name.
+  const accepted: [string, string][] = [
+    ["SUPABASE_URL", "http://kong:8000"],
+    ["SUPABASE_URL", "http://127.0.0.1:54321"],
+    ["SUPABASE_URL", "http://localhost:54321"],
+    ["SUPABASE_URL", "http://[::1]:54321"],
+    ["SUPABASE_URL", "http://wallet-vault.localhost:54321"],
+    ["SUPABASE_DB_URL", "postgresql://postgres:postgres@db:5432/postgres"],
+    ["DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres"],
+    ["DATABASE_URL", "postgres://postgres@host.docker.internal:54322/postgres"],
+    ["DATABASE_URL", "postgres://postgres@localhost/postgres?host=/var/run/postgresql"],
+  ];
+  for (const [name, url] of accepted) {
+    assert.equal(parseConfig({ ...generateDevKeys(), [name]: url }).appEnv, "development", url);
+  }
+});
+
+Deno.test("production lets in https origins only, localhost's included", () => {
+  const https = "ALLOWED_ORIGINS must hold https origins in production (no http://)";
+  for (
+    const origins of [
+      "http://localhost:3000",
+      "http://127.0.0.1:54321",
+      "https://app.example.com, http://app.example.com",
+      "http://[::1]:3000",
+    ]
+  ) {
+    assert.deepEqual(productionProblems({ ALLOWED_ORIGINS: origins }), [https], origins);
+  }
+  assert.deepEqual(
+    parseConfig(
+      productionEnv({ ALLOWED_ORIGINS: "https://app.example.com,https://localhost:3000" }),
+    )
+      .allowedOrigins,
+    ["https://app.example.com", "https://localhost:3000"],
+  );
+});
