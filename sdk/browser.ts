@@ -24,6 +24,7 @@ import { createServiceCall } from "./service-call.ts";
 import {
   createSessionStore,
   defaultStorage,
+  retryKeyHash,
   sessionFromAnswer,
   type SessionListener,
   type VaultSession,
@@ -39,6 +40,10 @@ export type { ClientErrorCode, VaultErrorCode } from "./errors.ts";
 export { memoryStorage } from "./session-storage.ts";
 export type { SessionListener, VaultSession, VaultStorage } from "./session-storage.ts";
 export type * from "./types.ts";
+export type { NonceResponse } from "./sign-in-message.ts";
+
+/** The service's nonce answer for one account and chain, with the message to sign. */
+export type SignInRequest = NonceResponse & { readonly message: string };
 
 // Codes after which the stored session is useless: it is forgotten rather than retried forever.
 const SESSION_ENDED = new Set<VaultErrorCode>([
@@ -48,8 +53,9 @@ const SESSION_ENDED = new Set<VaultErrorCode>([
   "refresh_token_reused",
 ]);
 
-// Failures after which a refresh may have happened unseen: retried once with the same token.
-const RETRIED = new Set<VaultErrorCode>(["timeout", "network_error"]);
+// Failures after which a refresh may have happened unseen: retried once with the same token and
+// its retry key (refresh_replayed: this very first try already spent it, its answer lost).
+const RETRIED = new Set<VaultErrorCode>(["timeout", "network_error", "refresh_replayed"]);
 
 export interface VaultClientOptions {
   /** The API root, e.g. http://127.0.0.1:54321/api or https://<ref>.supabase.co/functions/v1/api. */
@@ -66,7 +72,7 @@ export interface VaultClientOptions {
   /**
    * Per call, including reading the answer (default 10 s, at most 60 s). It also bounds how long a
    * refresh holds the cross-tab lock, so one unanswered request cannot stall every tab (sign-out
-   * included); the one retry of a refresh must reach the service within its two-minute grace.
+   * included); a refresh's two tries must fit the service's retry grace (two minutes).
    */
   readonly timeoutMs?: number;
   /** The clock, in milliseconds (tests). */
@@ -85,6 +91,24 @@ export interface VaultClient {
    * for a session. A refusal in the wallet throws SignatureRejectedError.
    */
   signIn(provider: Eip1193Provider): Promise<VaultSession>;
+  /**
+   * signIn's first half, for a wallet kit that asks the wallet itself (RainbowKit, AppKit): the
+   * service's EIP-4361 message for this account and chain (its nonce bound to both), checked
+   * against the nonce answer and the address as signIn checks it.
+   */
+  signInMessage(
+    account: { readonly address: string; readonly chainId: number },
+  ): Promise<SignInRequest>;
+  /** signIn's second half: the signed message exchanged for a session, which is stored. */
+  signInWithSignature(
+    proof: { readonly message: string; readonly signature: string },
+  ): Promise<VaultSession>;
+  /**
+   * The session's access token, refreshed first when it is about to expire; null when signed out.
+   * What supabase-js's `accessToken` option wants: `createClient(url, key, { accessToken:
+   * vault.accessToken })`. Throws the VaultError of a refresh that failed.
+   */
+  accessToken(): Promise<string | null>;
   /**
    * Scope "local" (the default): revokes this session on the server (best effort) and forgets it
    * here. Scope "global": revokes every session of this wallet's creator, on every device (after
@@ -155,17 +179,27 @@ export function createVaultClient(options: VaultClientOptions): VaultClient {
       if (current.refreshToken !== stale.refreshToken && !needsRefresh(current)) return current;
       // One key for every try of this token's refresh, stored with it first: a later try (both
       // answers lost, say), from this tab or another, is then a retry, not a copy of the token.
+      // Only a key made just now is sure never to have been sent: the first try sends its hash,
+      // and the key itself goes out only when a try may already have spent the token.
+      const firstTry = current.retryKey === undefined;
       const pending = await sessions.withRetryKey(current);
       if (pending === null) throw sessionChanged();
-      const body = { refresh_token: pending.refreshToken, retry_key: pending.retryKey };
-      const rotate = () => call("POST", "/auth/refresh", { body });
+      const retry = { refresh_token: pending.refreshToken, retryKey: pending.retryKey };
+      const rotate = async (body: object) => await call("POST", "/auth/refresh", { body });
       try {
         const next = toSession(
-          await rotate().catch((error) => {
-            // The service may have rotated and the answer been lost: the same token and key again,
-            // within two minutes, get the same successor (not a verdict of theft).
+          await rotate(
+            firstTry
+              ? {
+                refresh_token: pending.refreshToken,
+                retryKeyHash: await retryKeyHash(pending.retryKey),
+              }
+              : retry,
+          ).catch((error) => {
+            // The service may have rotated and the answer been lost: the same token with the key,
+            // within two minutes, gets the same successor (not a verdict of theft).
             if (!(error instanceof VaultError && RETRIED.has(error.code))) throw error;
-            return rotate();
+            return rotate(retry);
           }),
         );
         // Stored only over the session it replaces: a sign-in or sign-out made meanwhile (signIn
@@ -235,6 +269,20 @@ export function createVaultClient(options: VaultClientOptions): VaultClient {
     } catch (error) {
       throw walletFailure(error, "connect");
     }
+    const { message } = await signInMessage({ address, chainId });
+    let signature: string;
+    try {
+      signature = await personalSign(provider, message, address);
+    } catch (error) {
+      throw walletFailure(error, "sign");
+    }
+    return await signInWithSignature({ message, signature });
+  }
+
+  async function signInMessage(
+    account: { readonly address: string; readonly chainId: number },
+  ): Promise<SignInRequest> {
+    const { address, chainId } = account;
     const nonce = await call<NonceResponse>("POST", "/auth/nonce", { body: { address, chainId } });
     const message = nonce?.message;
     if (typeof message !== "string") {
@@ -247,17 +295,30 @@ export function createVaultClient(options: VaultClientOptions): VaultClient {
         `The sign-in message does not match (${mismatch}); nothing was signed.`,
       );
     }
-    let signature: string;
-    try {
-      signature = await personalSign(provider, message, address);
-    } catch (error) {
-      throw walletFailure(error, "sign");
-    }
+    return { ...nonce, message };
+  }
+
+  async function signInWithSignature(
+    proof: { readonly message: string; readonly signature: string },
+  ): Promise<VaultSession> {
+    const { message, signature } = proof;
     const session = toSession(
       await call("POST", "/auth/wallet-proof", { body: { message, signature } }),
     );
     await writeSession(session);
     return session;
+  }
+
+  async function accessToken(): Promise<string | null> {
+    const session = await readSession();
+    if (session === null) return null;
+    try {
+      return (needsRefresh(session) ? await refresh(session) : session).accessToken;
+    } catch (error) {
+      // Signed out meanwhile (another tab): no session, as supabase-js expects it said.
+      if (error instanceof VaultError && error.code === "not_signed_in") return null;
+      throw error;
+    }
   }
 
   async function signOut(options: SignOutOptions = {}): Promise<{ revokedOnServer: boolean }> {
@@ -284,6 +345,9 @@ export function createVaultClient(options: VaultClientOptions): VaultClient {
   return {
     baseUrl,
     signIn,
+    signInMessage,
+    signInWithSignature,
+    accessToken,
     signOut,
     getSession: readSession,
     onSessionChange: sessions.onChange,

@@ -12,6 +12,12 @@ import { serviceError, VaultError } from "./errors.ts";
 export const DEFAULT_TIMEOUT_MS = 10_000;
 
 /**
+ * The longest the browser client waits for one answer. A refresh is tried twice at most, and both
+ * tries must fit the service's retry grace: two of these (RETRY_GRACE_SECONDS in refresh.ts).
+ */
+export const MAX_BROWSER_TIMEOUT_MS = 60_000;
+
+/**
  * The parsed JSON of a 2xx answer (undefined for a 204), else a VaultError: the service's own
  * error, `timeout`, `network_error`, `redirect_refused` or `invalid_response`.
  */
@@ -113,11 +119,12 @@ function redirectRefused(url: string, response: Response): VaultError {
 export interface ServiceCallOptions {
   /** The API root without a trailing slash. */
   readonly baseUrl: string;
-  readonly fetch?: typeof fetch;
+  // `| undefined`: the browser client passes its own options through (exactOptionalPropertyTypes).
+  readonly fetch?: typeof fetch | undefined;
   /** A Supabase anon or publishable key, sent as `apikey`. */
-  readonly apiKey?: string;
+  readonly apiKey?: string | undefined;
   /** Per call, including reading the answer (default DEFAULT_TIMEOUT_MS). */
-  readonly timeoutMs?: number;
+  readonly timeoutMs?: number | undefined;
 }
 
 export type ServiceCall = <T>(
@@ -128,8 +135,7 @@ export type ServiceCall = <T>(
 
 /** The browser client's calls: no cookies, no cache, and requestJson's rules. */
 export function createServiceCall(options: ServiceCallOptions): ServiceCall {
-  // A refresh is tried twice at most: both tries must fit the service's two-minute retry grace.
-  const timeoutMs = checkedTimeout(options.timeoutMs, "createVaultClient", 60_000);
+  const timeoutMs = checkedTimeout(options.timeoutMs, "createVaultClient", MAX_BROWSER_TIMEOUT_MS);
   // A key a header cannot carry is a configuration mistake, said once here: at call time it would
   // read as a bad session token and sign the creator out.
   if (options.apiKey !== undefined && !HEADER_SAFE_VALUE.test(options.apiKey)) {
@@ -151,7 +157,7 @@ export function createServiceCall(options: ServiceCallOptions): ServiceCall {
     return await requestJson(fetchFn, `${options.baseUrl}${path}`, {
       method,
       headers,
-      body: init.body === undefined ? undefined : JSON.stringify(init.body),
+      ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
       credentials: "omit",
       cache: "no-store",
     }, timeoutMs) as T;

@@ -297,8 +297,14 @@ Deno.test({
           for (const secret of Object.values(devKeys)) {
             assert.ok(!unset.logs.includes(secret), "a refused key reached the logs");
           }
-          // The same settings with development asked for by name: the function starts and answers.
-          const named = await ask({ APP_ENV: "development" });
+          // Development asked for by name, in a hosted project: refused too (it would skip every
+          // production check); against a local stack's URL, as `supabase functions serve` gives
+          // one, the same settings start and answer.
+          const hosted = await ask({ APP_ENV: "development" });
+          assert.equal(hosted.status, 500);
+          assert.match(hosted.logs, /APP_ENV=development runs only against a local stack/);
+          assert.match(hosted.logs, /SUPABASE_URL is not local/);
+          const named = await ask({ APP_ENV: "development", SUPABASE_URL: "http://kong:8000" });
           assert.equal(named.status, 200, JSON.stringify(named.body));
           assert.equal(named.body.configured, true);
         },
@@ -385,7 +391,7 @@ Deno.test({
             assert.deepEqual(await revealedValue(older, session.access_token), [value]);
             const refreshed = await older("/functions/v1/api/auth/refresh", {
               method: "POST",
-              body: { refresh_token: session.refresh_token, retry_key: crypto.randomUUID() },
+              body: { refresh_token: session.refresh_token, retryKey: crypto.randomUUID() },
             });
             assert.equal(refreshed.status, 200, JSON.stringify(refreshed.body));
             // Stored through the older runtime's hex, revealed by a current one: the same bytes.

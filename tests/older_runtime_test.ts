@@ -17,6 +17,7 @@ import {
   supabaseProvidedEnv,
 } from "./support/edge.ts";
 import { findOlderDeno, OLDER_DENO_VERSION } from "./support/older-deno.ts";
+import { retryKeyHash } from "../sdk/session-storage.ts";
 
 const ORIGIN = "https://app.example.com";
 const lookup = Deno.env.get("DATABASE_URL")
@@ -83,7 +84,10 @@ Deno.test({
 
       const refreshed = await call("/functions/v1/wallet-proof/refresh", {
         method: "POST",
-        body: { refresh_token: session.refresh_token, retry_key: crypto.randomUUID() },
+        body: {
+          refresh_token: session.refresh_token,
+          retryKeyHash: await retryKeyHash(crypto.randomUUID()),
+        },
       });
       assert.equal(refreshed.status, 200, JSON.stringify(refreshed.body));
       const token = refreshed.body.access_token as string;

@@ -31,6 +31,15 @@ async function storageWith(value: VaultSession | null): Promise<VaultStorage> {
   return storage;
 }
 
+/** A retry key's commitment as the service computes it: SHA-256, base64url without padding. */
+async function commitmentOf(key: string): Promise<string> {
+  const digest = new Uint8Array(
+    await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key)),
+  );
+  return btoa(String.fromCharCode(...digest)).replaceAll("+", "-").replaceAll("/", "_")
+    .replace(/=+$/, "");
+}
+
 /** Fails instead of hanging the suite when `promise` is still pending after `ms`. */
 function settlesWithin<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -274,13 +283,15 @@ Deno.test("an apiKey a header cannot carry is refused when the client is made, n
 
 Deno.test("without Web Locks, two tabs refreshing with the same retry key keep the one successor", async () => {
   // Browsers on insecure origins have no navigator.locks: both tabs refresh at once, with the
-  // retry key the first stored, and the service answers both with the same successor.
+  // retry key the first stored (the first tab sends its hash, the second, finding it stored, the
+  // key), and the service answers both with the same successor.
   const proto = Object.getPrototypeOf(navigator);
   const locks = Object.getOwnPropertyDescriptor(proto, "locks");
   Object.defineProperty(proto, "locks", { get: () => undefined, configurable: true });
   try {
     const storage = await storageWith(session("a", Math.floor(Date.now() / 1000))); // due
     const keys = new Set<string>();
+    const shapes: string[] = [];
     const logouts: string[] = [];
     const service = async (input: RequestInfo | URL, init?: RequestInit) => {
       const path = new URL(String(input)).pathname;
@@ -289,7 +300,9 @@ Deno.test("without Web Locks, two tabs refreshing with the same retry key keep t
         return new Response(null, { status: 204 });
       }
       if (path === "/api/auth/refresh") {
-        keys.add(JSON.parse(String(init?.body)).retry_key);
+        const body = JSON.parse(String(init?.body));
+        shapes.push(Object.keys(body).sort().join());
+        keys.add(body.retryKeyHash ?? await commitmentOf(body.retryKey));
         await new Promise((resolve) => setTimeout(resolve, 20));
         return refreshed("a");
       }
@@ -302,6 +315,7 @@ Deno.test("without Web Locks, two tabs refreshing with the same retry key keep t
     ]);
     assert.deepEqual(listed.map((outcome) => outcome.status), ["fulfilled", "fulfilled"]);
     assert.equal(keys.size, 1, "one retry key for both tries");
+    assert.deepEqual(shapes.sort(), ["refresh_token,retryKey", "refresh_token,retryKeyHash"]);
     assert.deepEqual(logouts, [], "the successor both tabs hold was not signed out");
     assert.equal((await first.getSession())?.refreshToken, "refresh-a2");
   } finally {

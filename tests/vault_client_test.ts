@@ -89,17 +89,21 @@ function sessionIdOf(accessToken: string): string {
 
 /**
  * A signed-in client an hour on (its access token due), whose first `lost` refresh answers
- * arrive only after it has given up on them (300 ms): the service rotated all the same.
+ * arrive only after it has given up on them (1 s, which the answer that is not lost must beat on a
+ * busy machine): the service rotated all the same. Every refresh body it sent is kept, as a
+ * body-logging proxy would keep it.
  */
 async function withLostRefreshAnswers(app: TestApp, lost: number) {
   const { client: signer, storage } = clientFor(app);
   const signedIn = await signer.signIn(wallet().provider);
   const lostAnswers: string[] = [];
+  const refreshBodies: string[] = [];
   const { client } = clientFor(app, {
     storage,
-    timeoutMs: 300,
+    timeoutMs: 1000,
     now: () => Date.now() + 3600_000,
     fetch: async (input, init) => {
+      if (String(input).endsWith("/auth/refresh")) refreshBodies.push(String(init?.body));
       const answer = await app.fetch(String(input), init);
       if (String(input).endsWith("/auth/refresh") && lostAnswers.length < lost) {
         lostAnswers.push((await answer.clone().json()).refresh_token);
@@ -110,7 +114,7 @@ async function withLostRefreshAnswers(app: TestApp, lost: number) {
       return answer;
     },
   });
-  return { signedIn, client, lostAnswers };
+  return { signedIn, client, lostAnswers, refreshBodies };
 }
 
 async function assertLive(app: TestApp, accessToken: string): Promise<void> {
@@ -217,6 +221,42 @@ describeWithDatabase("the browser vault client", {
     // The retry was handed the very successor the lost answer carried: nothing was revoked.
     assert.equal(session.refreshToken, lostAnswers[0]);
     assert.notEqual(session.refreshToken, signedIn.refreshToken);
+    await assertLive(app, signedIn.accessToken);
+  },
+
+  async "a refresh's first try sends only its key's hash: a copy of it gets nothing, the retry with the key keeps the session"(
+    app,
+  ) {
+    const { signedIn, client, lostAnswers, refreshBodies } = await withLostRefreshAnswers(app, 1);
+    await client.listSecrets();
+    const [first, retry] = refreshBodies.map((body) => JSON.parse(body));
+    assert.equal(refreshBodies.length, 2);
+    assert.deepEqual(Object.keys(first).sort(), ["refresh_token", "retryKeyHash"]);
+    assert.deepEqual(Object.keys(retry).sort(), ["refresh_token", "retryKey"]);
+    assert.equal(retry.refresh_token, first.refresh_token);
+    const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(retry.retryKey));
+    assert.equal(
+      first.retryKeyHash,
+      btoa(String.fromCharCode(...new Uint8Array(digest))).replaceAll("+", "-")
+        .replaceAll("/", "_").replace(/=+$/, ""),
+    );
+    assert.ok(
+      !refreshBodies[0].includes(retry.retryKey),
+      "the key never went out on the first try",
+    );
+    // Whoever logged the first request sends it again, verbatim: no successor, no harm done.
+    const replay = await app.fetch("/api/auth/refresh", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: refreshBodies[0],
+    });
+    const replayed = await replay.text();
+    assert.equal(replay.status, 409, replayed);
+    assert.equal(JSON.parse(replayed).error.code, "refresh_replayed");
+    assert.ok(!replayed.includes(lostAnswers[0]));
+    const session = await client.getSession();
+    assert.equal(session?.refreshToken, lostAnswers[0]);
+    await assertLive(app, session!.accessToken);
     await assertLive(app, signedIn.accessToken);
   },
 

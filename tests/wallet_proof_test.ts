@@ -1,9 +1,10 @@
 /**
  * Wallet sign-in end to end through the /api proxy, on both engines, with real keys and real
  * signatures: the nonce route, the EIP-4361/EIP-191 proof in each of its failure modes, one-time
- * nonces under concurrency, sessions with refresh rotation, reuse detection and logout, the JWTs
- * the vault refuses, rate limits, interoperability with the `siwe` package and an `ethers` wallet,
- * and logs that never hold a token or signature.
+ * nonces under concurrency, sessions with refresh rotation, reuse detection and logout (a refresh's
+ * retries and replays: refresh_retry_test.ts), the JWTs the vault refuses, rate limits,
+ * interoperability with the `siwe` package and an `ethers` wallet, and logs that never hold a token
+ * or signature.
  */
 import assert from "node:assert/strict";
 import { verifyMessage as ethersVerifyMessage, Wallet as EthersWallet } from "ethers";
@@ -15,7 +16,6 @@ import { createSiweMessage } from "viem/siwe";
 import { createServiceContext } from "../functions/_shared/context.ts";
 import type { LogFields, Logger } from "../functions/_shared/http/log.ts";
 import { hashRefreshToken } from "../functions/_shared/auth/refresh-tokens.ts";
-import { RETRY_GRACE_SECONDS } from "../functions/wallet-proof/refresh.ts";
 import { createSessionTokens, TOKEN_ISSUER } from "../functions/_shared/auth/session-tokens.ts";
 import { generateNonce } from "../functions/_shared/auth/siwe.ts";
 import { createLocalApp } from "../server/app.ts";
@@ -553,51 +553,6 @@ describeWithDatabase("wallet sign-in", {
       400,
       "invalid_request",
     );
-  },
-
-  async "a refresh tried again with its retry key gets the same successor; a copy without it is theft"(
-    app,
-  ) {
-    const signedIn = await signIn(app);
-    const retryKey = "k".repeat(22) + crypto.randomUUID().replaceAll("-", "");
-    const refresh = (token: string, key?: string) =>
-      post(app.fetch, "/api/auth/refresh", { refresh_token: token, retry_key: key });
-    // Two tries at once, as a retry racing a late first answer: one rotation, one successor.
-    const [first, retried] = await Promise.all([
-      ok<SessionAnswer>(refresh(signedIn.refreshToken, retryKey)),
-      ok<SessionAnswer>(refresh(signedIn.refreshToken, retryKey)),
-    ]);
-    assert.equal(retried.refresh_token, first.refresh_token);
-    const [{ tokens }] = await app.database.db.query<{ tokens: number }>(
-      `select count(*)::int as tokens from public.auth_refresh_tokens t
-         join public.auth_sessions s on s.id = t.session_id where s.user_id = $1`,
-      [signedIn.userId],
-    );
-    assert.equal(tokens, 2, "the first token and its one successor");
-    await ok(secrets(app.fetch, retried.access_token));
-    // A copy of the spent token, sent at once but without the key (or with another): theft.
-    for (const key of [undefined, "x".repeat(40)]) {
-      const copied = await signIn(app);
-      const rotated = await ok<SessionAnswer>(refresh(copied.refreshToken, retryKey));
-      await expectError(refresh(copied.refreshToken, key), 401, "refresh_token_reused");
-      await expectError(secrets(app.fetch, rotated.access_token), 401, "session_revoked");
-    }
-    // With the key, but once the successor has been used: theft.
-    const onward = await ok<SessionAnswer>(refresh(first.refresh_token));
-    await expectError(refresh(signedIn.refreshToken, retryKey), 401, "refresh_token_reused");
-    await expectError(secrets(app.fetch, onward.access_token), 401, "session_revoked");
-    // With the key, successor unused, but past the grace: theft.
-    const late = await signIn(app);
-    const rotated = await ok<SessionAnswer>(refresh(late.refreshToken, retryKey));
-    await app.database.db.query(
-      `update public.auth_refresh_tokens set used_at = now() - make_interval(secs => $2)
-        where token_hash = $1`,
-      [await hashRefreshToken(late.refreshToken), RETRY_GRACE_SECONDS + 1],
-    );
-    await expectError(refresh(late.refreshToken, retryKey), 401, "refresh_token_reused");
-    await expectError(secrets(app.fetch, rotated.access_token), 401, "session_revoked");
-    // A key that is not URL-safe text of 22 to 200 characters is a bad request.
-    await expectError(refresh(late.refreshToken, "short"), 400, "invalid_request");
   },
 
   async "refresh rotates the refresh token; reusing a spent one revokes the whole session"(app) {

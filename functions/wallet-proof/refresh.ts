@@ -1,7 +1,10 @@
 /**
  * POST /wallet-proof/refresh: a refresh token rotated for a new session answer, reuse detected. A
- * retry of a refresh whose answer was lost, told apart by the retry key sent with both tries, is
- * not reuse: it gets the same successor again.
+ * client that may have to try again sends a random retry key's commitment (`retryKeyHash`) on the
+ * first try and the key itself (`retryKey`) only on a retry: a retry of a refresh whose answer was
+ * lost, told apart by a key matching the commitment the token was spent with, is not reuse and gets
+ * the same successor again. A copy of the first request carries only the commitment, so sent again
+ * it gets nothing.
  */
 import { z } from "zod";
 import type { AppConfig } from "../_shared/config/config.ts";
@@ -10,8 +13,12 @@ import { clientIp, RATE_LIMIT_WINDOW_SECONDS, rateLimited } from "../_shared/aut
 import {
   hashRefreshToken,
   newRefreshToken,
+  parseRetryKeyHash,
   type RefreshSuccessor,
   RETRY_KEY,
+  RETRY_KEY_HASH,
+  retryKeyCommitment,
+  sameDigest,
 } from "../_shared/auth/refresh-tokens.ts";
 import type { SessionTokens } from "../_shared/auth/session-tokens.ts";
 import { readJson } from "../_shared/http/bodies.ts";
@@ -23,9 +30,31 @@ import { sessionAnswer } from "./session-answer.ts";
 
 const refreshRequest = z.strictObject({
   refresh_token: z.string().min(1).max(200),
-  /** Random, the same on every try of one refresh: a retry with it is not taken for theft. */
-  retry_key: z.string().regex(RETRY_KEY, "must be 22 to 200 URL-safe characters").optional(),
+  /** The first try's: SHA-256 of a random key, new for each token's refresh. */
+  retryKeyHash: z.string().regex(
+    RETRY_KEY_HASH,
+    "must be the retry key's SHA-256 in base64url without padding (43 characters)",
+  ).optional(),
+  /** A retry's: the key whose SHA-256 the first try sent. */
+  retryKey: z.string().regex(RETRY_KEY, "must be 22 to 200 URL-safe characters").optional(),
+}).refine((body) => body.retryKeyHash === undefined || body.retryKey === undefined, {
+  error: "send retryKeyHash on a refresh's first try or retryKey on a retry, not both",
 });
+
+/**
+ * The earlier protocol's field (the key itself, on every try) refused by name: a client still
+ * sending it would hand its key to whoever copies its first request.
+ */
+function refusingRetiredField(body: unknown): unknown {
+  if (typeof body === "object" && body !== null && Object.hasOwn(body, "retry_key")) {
+    throw new ServiceError(
+      "invalid_request",
+      "retry_key is no longer accepted: send retryKeyHash (the key's SHA-256, base64url) on a " +
+        "refresh's first try, and retryKey only on a retry.",
+    );
+  }
+  return body;
+}
 
 /** The attempt's count in its window, and the rotated session when the token was spent. */
 type RefreshAttempt =
@@ -37,10 +66,11 @@ type RefreshAttempt =
 
 /**
  * $1 the presented token's hash, $2 its successor's, $3 the client's bucket, $4 the window, $5 the
- * limit, $6 the retry key's hash (or null). hit_rate_limit is volatile, so its CTE runs exactly
- * once, before the update reads it. When nothing was spent (over the limit, or a token that is not
- * live), only the count was written: count_only commits it without waiting for the flush, since
- * anyone can send refresh tokens (WITHOUT_WAITING_FOR_FLUSH says why). A spend waits for it.
+ * limit, $6 the retry key's commitment (or null), stored with the spent token. hit_rate_limit is
+ * volatile, so its CTE runs exactly once, before the update reads it. When nothing was spent (over
+ * the limit, or a token that is not live), only the count was written: count_only commits it
+ * without waiting for the flush, since anyone can send refresh tokens (WITHOUT_WAITING_FOR_FLUSH
+ * says why). A spend waits for it.
  */
 const ROTATE = `with attempt as (
     select hits, retry_after from public.hit_rate_limit($3, $4)
@@ -68,22 +98,29 @@ const ROTATE = `with attempt as (
     left join count_only on true`;
 
 /**
- * A spent token sent again with the retry key it was spent with, this soon after, while its
- * successor is still unused, is the same client trying again after a lost or late answer (the
- * browser client gives up after at most 60 s and tries once more), and gets that successor again.
- * A copy of the token lacks the key (it travels only in the client's own requests): without it,
- * later, or once the successor has been used, a spent token sent again revokes the session.
+ * The longest a browser client waits for one answer (sdk/service-call.ts caps its timeoutMs there),
+ * and the grace a retry gets: its two tries. The first may be spent by the service just before the
+ * client gives up on it, and the retry must then reach the service within the client's second wait.
  */
-export const RETRY_GRACE_SECONDS = 120;
+export const LONGEST_CLIENT_TRY_SECONDS = 60;
 
-/** The presented token as stored, and whether sending it again is a retry (see above). */
+/**
+ * A spent token sent again with the key whose commitment it was spent with, this soon after, while
+ * its successor is still unused, is the same client trying again after a lost or late answer, and
+ * gets that successor again. Without the key, later, or once the successor has been used, a spent
+ * token sent again revokes the session.
+ */
+export const RETRY_GRACE_SECONDS = 2 * LONGEST_CLIENT_TRY_SECONDS;
+
+/** The presented token as stored: spent or not, its commitment, and whether a retry is in time. */
 const PRESENTED = `select t.session_id, s.user_id, u.wallet_address, t.used_at is not null as used,
          (s.revoked_at is not null or s.expires_at <= now()) as revoked,
-         coalesce(t.retry_key_hash = $4 and t.used_at > now() - make_interval(secs => $3)
+         t.retry_key_hash as commitment,
+         coalesce(t.used_at > now() - make_interval(secs => $3)
            and exists (
              select 1 from public.auth_refresh_tokens n
               where n.token_hash = $2 and n.session_id = t.session_id and n.used_at is null
-           ), false) as retry
+           ), false) as in_grace
     from public.auth_refresh_tokens t
     join public.auth_sessions s on s.id = t.session_id
     join public.wallet_users u on u.id = s.user_id
@@ -95,7 +132,8 @@ type Presented = {
   wallet_address: string;
   used: boolean;
   revoked: boolean;
-  retry: boolean;
+  commitment: Uint8Array | null;
+  in_grace: boolean;
 };
 
 export interface RefreshDeps {
@@ -110,14 +148,18 @@ export function refreshRoute(deps: RefreshDeps): Handler {
   const { db, log } = deps;
 
   return async function refresh(request) {
-    const body = parseRequest(refreshRequest, await readJson(request));
+    const body = parseRequest(refreshRequest, refusingRetiredField(await readJson(request)));
     const presented = await hashRefreshToken(body.refresh_token);
-    const { retry_key: retryKey } = body;
-    const next = retryKey === undefined
+    // A retry's key stands for its commitment: the first spend may have come from either try.
+    const commitment = body.retryKey !== undefined
+      ? await retryKeyCommitment(body.retryKey)
+      : body.retryKeyHash !== undefined
+      ? parseRetryKeyHash(body.retryKeyHash)
+      : null;
+    const next = commitment === null
       ? newRefreshToken()
-      : await deps.successorOf(body.refresh_token, retryKey);
+      : await deps.successorOf(body.refresh_token, commitment.text);
     const nextHash = await hashRefreshToken(next);
-    const retryKeyHash = retryKey === undefined ? null : await hashRefreshToken(retryKey);
     // One statement: the client's attempt is counted first, and within its limit the presented
     // token is spent and its successor stored. Over the limit nothing is spent or looked up.
     const [attempt] = await db.query<RefreshAttempt>(ROTATE, [
@@ -126,7 +168,7 @@ export function refreshRoute(deps: RefreshDeps): Handler {
       `refresh:ip:${clientIp(request, deps.config.clientIp)}`,
       RATE_LIMIT_WINDOW_SECONDS,
       deps.config.rateLimits.refreshPerIpPerMinute,
-      retryKeyHash,
+      commitment?.bytes ?? null,
     ]);
     if (attempt.hits > deps.config.rateLimits.refreshPerIpPerMinute) {
       throw rateLimited(attempt.retry_after);
@@ -142,7 +184,6 @@ export function refreshRoute(deps: RefreshDeps): Handler {
       presented,
       nextHash,
       RETRY_GRACE_SECONDS,
-      retryKeyHash,
     ]);
     // Revoking below needs evidence of reuse, a spent token; anything else is just not valid.
     if (known === undefined || (!known.used && !known.revoked)) {
@@ -151,12 +192,25 @@ export function refreshRoute(deps: RefreshDeps): Handler {
     if (known.revoked) {
       throw new ServiceError("session_revoked", "This session has ended; sign in again.");
     }
-    if (known.retry) {
+    const committed = commitment !== null && known.commitment !== null &&
+      sameDigest(commitment.bytes, new Uint8Array(known.commitment));
+    if (committed && body.retryKey !== undefined && known.in_grace) {
       return sessionAnswer(deps, {
         userId: known.user_id,
         sessionId: known.session_id,
         walletAddress: known.wallet_address,
       }, next);
+    }
+    if (committed && body.retryKeyHash !== undefined) {
+      // The very first try again: a copy of it (a logged body), or the client's own, arriving
+      // after its retry was answered. Neither gets the successor; neither is taken for theft,
+      // since the client's own cannot be told from a copy (and a copy's holder could send the
+      // bare token, which is).
+      log.info("refresh_replay_refused", { session_id: known.session_id });
+      throw new ServiceError(
+        "refresh_replayed",
+        "This refresh was already made; only a retry with its retryKey gets the answer again.",
+      );
     }
     // A spent token presented again means it was copied: end the whole session (theft detection).
     await db.query(

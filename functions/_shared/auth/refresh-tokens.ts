@@ -1,13 +1,13 @@
 /**
  * Refresh tokens: 256 bits, handed out once and stored only as their SHA-256 hash, so a database
  * reader cannot mint sessions. A token is random, unless the refresh that hands it out carries a
- * retry key (a random value the client sends with every try of that one refresh): then it is
- * derived from the token it replaces and that key with a server key (HMAC-SHA-256), so a client
- * whose answer was lost can try again and be handed the same successor (refresh.ts). Knowing it
- * takes the spent token, the client's retry key (stored only as a hash) and the server key.
+ * retry key's commitment: then it is derived from the token it replaces and that commitment with a
+ * server key (HMAC-SHA-256), so a client whose answer was lost can try again and be handed the same
+ * successor (refresh.ts). The client's first try sends only the commitment (the key's SHA-256); the
+ * key itself travels only on a retry, so a copy of the first request cannot pass for one.
  */
 
-import { toBase64Url } from "../bytes.ts";
+import { fromBase64, toBase64Url } from "../bytes.ts";
 import { randomBase64Url } from "./random.ts";
 
 export function newRefreshToken(): string {
@@ -21,8 +21,45 @@ export async function hashRefreshToken(token: string): Promise<Uint8Array> {
 /** What a retry key may be: URL-safe text, so it and a token join unambiguously. */
 export const RETRY_KEY = /^[A-Za-z0-9_-]{22,200}$/;
 
-/** The successor of a presented token under a retry key, the same every time it is asked for. */
-export type RefreshSuccessor = (presented: string, retryKey: string) => Promise<string>;
+/**
+ * A retry key's commitment as sent: its SHA-256, base64url without padding, and in the one
+ * spelling that encoding has (the last character carries two zero bits), so a digest has one text.
+ */
+export const RETRY_KEY_HASH = /^[A-Za-z0-9_-]{42}[AEIMQUYcgkosw048]$/;
+
+/** A retry key's commitment: as stored, and as sent (RETRY_KEY_HASH). */
+export interface RetryKeyCommitment {
+  readonly bytes: Uint8Array;
+  readonly text: string;
+}
+
+/** The commitment of a retry key: SHA-256 of its UTF-8. */
+export async function retryKeyCommitment(retryKey: string): Promise<RetryKeyCommitment> {
+  const bytes = await hashRefreshToken(retryKey);
+  return { bytes, text: toBase64Url(bytes) };
+}
+
+/** A commitment as sent, already checked against RETRY_KEY_HASH. */
+export function parseRetryKeyHash(text: string): RetryKeyCommitment {
+  return { bytes: fromBase64(text.replaceAll("-", "+").replaceAll("_", "/")), text };
+}
+
+/**
+ * Whether two digests are equal, looking at every byte whatever the first difference: a retry's
+ * key is checked against the stored commitment without its timing telling how close a guess came.
+ */
+export function sameDigest(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  let difference = 0;
+  for (let i = 0; i < a.length; i++) difference |= a[i] ^ b[i];
+  return difference === 0;
+}
+
+/**
+ * The successor of a presented token under a retry key's commitment (RETRY_KEY_HASH's text), the
+ * same every time it is asked for.
+ */
+export type RefreshSuccessor = (presented: string, commitment: string) => Promise<string>;
 
 /**
  * Successors under a key derived from `secret` (JWT_SECRET) with HKDF for this use alone, so no
@@ -36,7 +73,7 @@ export function refreshSuccessors(secret: string): RefreshSuccessor {
         name: "HKDF",
         hash: "SHA-256",
         salt: new Uint8Array(0),
-        info: new TextEncoder().encode("wallet-vault/refresh-token-successor/v1"),
+        info: new TextEncoder().encode("wallet-vault/refresh-token-successor/v2"),
       },
       await crypto.subtle.importKey(
         "raw",
@@ -49,9 +86,9 @@ export function refreshSuccessors(secret: string): RefreshSuccessor {
       false,
       ["sign"],
     );
-  return async (presented, retryKey) => {
+  return async (presented, commitment) => {
     key ??= derive();
-    const input = new TextEncoder().encode(`${presented}\n${retryKey}`);
+    const input = new TextEncoder().encode(`${presented}\n${commitment}`);
     const mac = await crypto.subtle.sign("HMAC", await key, input);
     return toBase64Url(new Uint8Array(mac));
   };

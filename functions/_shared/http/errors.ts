@@ -30,6 +30,7 @@ export const ERROR_STATUS = {
   nonce_mismatch: 401,
   invalid_refresh_token: 401,
   refresh_token_reused: 401,
+  refresh_replayed: 409,
   // Sessions
   missing_token: 401,
   invalid_token: 401,
@@ -52,15 +53,24 @@ export const ERROR_STATUS = {
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
+// Explicit fields, not parameter properties: erasable TypeScript (`erasableSyntaxOnly`), which the
+// client package's build and Node's type stripping accept.
 export class ServiceError extends Error {
+  readonly code: ErrorCode;
+  /** Extra, non-secret fields for the client (e.g. the allowed values). */
+  readonly details?: Readonly<Record<string, unknown>> | undefined;
+  readonly headers?: Readonly<Record<string, string>> | undefined;
+
   constructor(
-    readonly code: ErrorCode,
+    code: ErrorCode,
     message: string,
-    /** Extra, non-secret fields for the client (e.g. the allowed values). */
-    readonly details?: Readonly<Record<string, unknown>>,
-    readonly headers?: Readonly<Record<string, string>>,
+    details?: Readonly<Record<string, unknown>>,
+    headers?: Readonly<Record<string, string>>,
   ) {
     super(message);
+    this.code = code;
+    this.details = details;
+    this.headers = headers;
     this.name = "ServiceError";
   }
 
