@@ -4,8 +4,8 @@
  * local server as its own process and a local chain (ganache, under Node) on loopback.
  *
  * Only POST /api/auth/wallet-proof is timed: nonces and signatures are made beforehand. A contract
- * sign-in adds a database call (nonce check and RPC budgets) and the chain's eth_call (the first
- * one per process also eth_chainId) to a key's.
+ * sign-in adds a database call (nonce check and RPC budgets) and the chain's eth_call (which also
+ * proves the chain; no other request) to a key's.
  *
  * Knobs: BENCH_SIGNINS (200 per kind), BENCH_ENGINES ("postgres,pglite"), BENCH_OUT
  * (bench/results/contract-wallet.json). `--keys-only` skips the chain (for a tree without
@@ -83,6 +83,7 @@ try {
         CHAIN_RPC_URLS: `${CHAIN_ID}=${chain.url}`,
         RATE_LIMIT_RPC_PER_MINUTE: "1000000",
         RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE: "1000000",
+        RATE_LIMIT_RPC_PER_ADDRESS_PER_CLIENT_PER_MINUTE: "1000000",
       }),
     }));
     try {
@@ -137,7 +138,7 @@ try {
       }
       for (const [kind, address, sign] of kinds) {
         const prepared = await proofs(server.url, address, sign);
-        // One warm-up sign-in (the first contract check also asks the chain its id).
+        // One warm-up sign-in.
         await post(`${server.url}/api/auth/wallet-proof`, prepared.shift()!);
         const row = {
           engine,

@@ -19,7 +19,6 @@ import { bytesToHex } from "@noble/hashes/utils";
 import { ConfigError, parseConfig } from "../functions/_shared/config/config.ts";
 import { createServiceContext } from "../functions/_shared/context.ts";
 import {
-  encodeIsValidSignature,
   encodeValidatorCall,
   MAX_CONTRACT_SIGNATURE_BYTES,
 } from "../functions/_shared/chain/contract-signatures.ts";
@@ -67,7 +66,10 @@ const FACTORY_ABI = parseAbi([
   "function deploy(address owner, bytes32 salt) returns (address)",
   "function predict(address owner, bytes32 salt) view returns (address)",
 ]);
-const VALIDATOR_ABI = parseAbi(["constructor(address signer, bytes32 hash, bytes signature)"]);
+const VALIDATOR_ABI = parseAbi([
+  "constructor(uint256 chainId, address signer, bytes32 hash, bytes signature)",
+]);
+const INITIALIZE_ABI = parseAbi(["function initialize(address newOwner)"]);
 
 // ---------------------------------------------------------------------------------------------
 // Without a chain
@@ -76,25 +78,19 @@ Deno.test("the committed ERC-6492 validator bytecode is exactly what its committ
   assert.equal(await compileValidator(), `0x${ERC6492_VALIDATOR_INIT_CODE_HEX}`);
 });
 
-Deno.test("the hand-written ABI encodings equal viem's", () => {
-  for (const length of [0, 1, 31, 32, 33, 65, 400, 1000]) {
+Deno.test("the hand-written ABI encoding of the validator's call equals viem's", () => {
+  const chainIds = [1, 8453, 2 ** 32 + 7, Number.MAX_SAFE_INTEGER];
+  for (const [i, length] of [0, 1, 31, 32, 33, 65, 400, 1000].entries()) {
+    const chainId = chainIds[i % chainIds.length];
     const hash = crypto.getRandomValues(new Uint8Array(32));
     const signature = crypto.getRandomValues(new Uint8Array(length));
     const signer = `0x${bytesToHex(crypto.getRandomValues(new Uint8Array(20)))}` as Hex;
     assert.equal(
-      `0x${bytesToHex(encodeIsValidSignature(hash, signature))}`,
-      encodeFunctionData({
-        abi: WALLET_ABI,
-        functionName: "isValidSignature",
-        args: [`0x${bytesToHex(hash)}`, `0x${bytesToHex(signature)}`],
-      }),
-    );
-    assert.equal(
-      `0x${bytesToHex(encodeValidatorCall(signer, hash, signature))}`,
+      `0x${bytesToHex(encodeValidatorCall(chainId, signer, hash, signature))}`,
       encodeDeployData({
         abi: VALIDATOR_ABI,
         bytecode: `0x${ERC6492_VALIDATOR_INIT_CODE_HEX}`,
-        args: [signer, `0x${bytesToHex(hash)}`, `0x${bytesToHex(signature)}`],
+        args: [BigInt(chainId), signer, `0x${bytesToHex(hash)}`, `0x${bytesToHex(signature)}`],
       }),
     );
   }
@@ -138,19 +134,42 @@ Deno.test("CHAIN_RPC_URLS is read as <chainId>=<url> pairs, and a bad entry is n
   );
 });
 
-Deno.test("a revert or running out of gas is the contract's no; any other node error is an outage", async () => {
-  const errors: [{ code: number; message: string }, "no" | "outage"][] = [
+Deno.test("only a revert in the shape nodes send one is the contract's no; any other node error is an outage, one whose message mentions a revert included", async () => {
+  const cases: [Record<string, unknown>, "no" | "outage"][] = [
+    // geth, anvil, reth: code 3 with the revert data.
+    [{ code: 3, message: "execution reverted: nope", data: `0x08c379a0${"00".repeat(68)}` }, "no"],
+    [{ code: 3, message: "execution reverted", data: "0x" }, "no"],
     [{ code: 3, message: "execution reverted" }, "no"],
-    [{ code: -32000, message: "VM Exception while processing transaction: revert" }, "no"],
-    [{ code: -32000, message: "out of gas" }, "no"],
+    // geth, for a revert without data.
+    [{ code: -32000, message: "execution reverted" }, "no"],
+    // ganache 7, as the chains in these tests answer.
+    [
+      { code: -32000, message: "VM Exception while processing transaction: revert", data: "0x" },
+      "no",
+    ],
+    [{
+      code: -32000,
+      message: "VM Exception while processing transaction: revert nope",
+      data: `0x08c379a0${"00".repeat(68)}`,
+    }, "no"],
+    // Out of gas: the validator gives a wallet 63/64 of the gas and copies one word of its answer,
+    // so only a node's own cap can end the call this way.
+    [{ code: -32000, message: "out of gas" }, "outage"],
+    [{ code: -32000, message: "VM Exception while processing transaction: out of gas" }, "outage"],
     [{ code: -32005, message: "daily request limit exceeded" }, "outage"],
     [{ code: -32603, message: "internal error" }, "outage"],
+    // A message that mentions a revert, in any other shape, is the node's.
+    [{ code: -32603, message: "internal error: state reverted to an older block" }, "outage"],
+    [{ code: -32000, message: "upstream failed; request reverted to the queue" }, "outage"],
+    [{ code: -32000, message: "header not found, execution reverted" }, "outage"],
+    [{ code: 429, message: "execution reverted" }, "outage"],
+    [{ code: 3, message: "rate limited", data: "0x" }, "outage"],
+    [{ code: 3, message: "execution reverted", data: "not hex" }, "outage"],
   ];
-  for (const [error, expected] of errors) {
+  for (const [error, expected] of cases) {
     const fakeFetch = async (_url: string | URL | Request, init?: RequestInit) => {
-      const { id, method } = JSON.parse(String(init?.body));
-      const body = method === "eth_chainId" ? { result: "0x1" } : { error };
-      return await Promise.resolve(Response.json({ jsonrpc: "2.0", id, ...body }));
+      const { id } = JSON.parse(String(init?.body));
+      return await Promise.resolve(Response.json({ jsonrpc: "2.0", id, error }));
     };
     const rpc = createChainRpc(new Map([[1, "https://rpc.example/secret"]]), {
       log: silentLogger,
@@ -161,12 +180,14 @@ Deno.test("a revert or running out of gas is the contract's no; any other node e
       { to: `0x${"11".repeat(20)}`, data: new Uint8Array(4) },
       new AbortController().signal,
     );
+    const label = JSON.stringify(error);
     if (expected === "no") {
-      assert.deepEqual(await call, { reverted: true }, error.message);
+      assert.deepEqual(await call, { reverted: true }, label);
     } else {
       await assert.rejects(
         call,
         (e) => e instanceof ServiceError && e.code === "chain_unavailable",
+        label,
       );
     }
   }
@@ -209,6 +230,7 @@ function world(): Promise<World> {
         CHAIN_RPC_TIMEOUT_MS: "1000",
         RATE_LIMIT_RPC_PER_MINUTE: "100000",
         RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE: "100000",
+        RATE_LIMIT_RPC_PER_ADDRESS_PER_CLIENT_PER_MINUTE: "100000",
       },
       async stop() {
         await Promise.all([proxyA.close(), proxyB.close()]);
@@ -291,14 +313,34 @@ async function nonceUsedAt(app: TestApp, nonce: string): Promise<Date | null> {
   return row.used_at;
 }
 
+function ownerWalletCode(w: World, owners: PrivateKeyAccount[]): Hex {
+  return encodeDeployData({
+    abi: WALLET_ABI,
+    bytecode: w.contracts.OwnerWallet.bytecode,
+    args: [owners.map((o) => o.address)],
+  });
+}
+
 async function ownerWallet(w: World, chain: LocalChain, owners: PrivateKeyAccount[]) {
-  return await deploy(
-    chain,
-    encodeDeployData({
-      abi: WALLET_ABI,
-      bytecode: w.contracts.OwnerWallet.bytecode,
-      args: [owners.map((o) => o.address)],
-    }),
+  return await deploy(chain, ownerWalletCode(w, owners));
+}
+
+/** One address, two wallets: `alice` owns it on chain A, `bob` on chain B. */
+async function oneAddressTwoOwners(w: World, alice: PrivateKeyAccount, bob: PrivateKeyAccount) {
+  const deployer = privateKeyToAccount(generatePrivateKey());
+  const onA = await deployAsFirstTransaction(w.a, deployer, ownerWalletCode(w, [alice]));
+  const onB = await deployAsFirstTransaction(w.b, deployer, ownerWalletCode(w, [bob]));
+  assert.equal(onA, onB, "one address, two wallets with different owners");
+  return onA;
+}
+
+/** A 65-byte signature no key made (its s is high): always the contract path. */
+const GARBAGE_SIGNATURE = `0x${"ab".repeat(65)}`;
+
+/** The test env with the RPC budgets at their defaults. */
+function defaultRpcBudgets(env: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(env).filter(([name]) => !name.startsWith("RATE_LIMIT_RPC_")),
   );
 }
 
@@ -542,17 +584,8 @@ const behaviours: Record<string, Behaviour> = {
   },
 
   async "the same contract address on a second chain is a creator of its own"(app, w) {
-    const deployer = privateKeyToAccount(generatePrivateKey());
     const [alice, bob] = [newWallet(), newWallet()];
-    const initCode = (owner: PrivateKeyAccount) =>
-      encodeDeployData({
-        abi: WALLET_ABI,
-        bytecode: w.contracts.OwnerWallet.bytecode,
-        args: [[owner.address]],
-      });
-    const onA = await deployAsFirstTransaction(w.a, deployer, initCode(alice));
-    const onB = await deployAsFirstTransaction(w.b, deployer, initCode(bob));
-    assert.equal(onA, onB, "one address, two wallets with different owners");
+    const onA = await oneAddressTwoOwners(w, alice, bob);
 
     const signInto = async (chainId: number, owner: PrivateKeyAccount) => {
       const answer = await nonceFor(app.fetch, onA, chainId);
@@ -705,20 +738,22 @@ const behaviours: Record<string, Behaviour> = {
     const later = await counterfactual(w, owner);
     const captured = capturingLogger();
     const answers: string[] = [];
-    const cases: [RpcProxy["mode"], Hex, "plain" | "wrapped"][] = [
+    const cases: [RpcProxy["mode"] | "another-chain", Hex, "plain" | "wrapped"][] = [
       ["html", wallet, "plain"],
       ["http-error", wallet, "plain"],
       ["not-hex", wallet, "plain"],
       ["wrong-id", wallet, "plain"],
       ["node-error", wallet, "plain"],
+      ["node-error-mentioning-revert", wallet, "plain"],
       ["odd-word", later.address, "wrapped"],
-      ["wrong-chain", wallet, "plain"],
+      ["odd-word", wallet, "plain"],
+      ["another-chain", wallet, "plain"],
     ];
     try {
       for (const [mode, address, kind] of cases) {
-        // A fresh app each time: a verifier that has seen the chain once does not ask its id again.
         const fetch = appWith(app, w.env, captured.log);
-        w.proxyA.mode = mode;
+        w.proxyA.mode = mode === "another-chain" ? "forward" : mode;
+        w.proxyA.target = mode === "another-chain" ? w.b.url : w.a.url;
         const answer = await nonceFor(fetch, address, CHAIN_A);
         const inner = await ownerSignature(owner, answer.message);
         const { text } = await refused(
@@ -731,6 +766,7 @@ const behaviours: Record<string, Behaviour> = {
       }
     } finally {
       w.proxyA.mode = "forward";
+      w.proxyA.target = w.a.url;
     }
     const reasons = captured.lines.map((line) => JSON.parse(line))
       .filter((line) => line.event === "chain_rpc_failed").map((line) => line.reason);
@@ -740,6 +776,8 @@ const behaviours: Record<string, Behaviour> = {
       "malformed_answer",
       "malformed_answer",
       "rpc_error",
+      "rpc_error",
+      "malformed_answer",
       "malformed_answer",
       "chain_mismatch",
     ]);
@@ -747,6 +785,199 @@ const behaviours: Record<string, Behaviour> = {
     for (const text of [...captured.lines, ...answers]) {
       assert.ok(!text.includes(LEAK_CANARY) && !text.includes(host), text);
     }
+  },
+
+  async "an RPC that fails over to another chain is caught in the same call: 503, never that chain's owner signed in"(
+    app,
+    w,
+  ) {
+    const [alice, bob] = [newWallet(), newWallet()];
+    const address = await oneAddressTwoOwners(w, alice, bob);
+    const proxy = startRpcProxy(w.a.url);
+    const captured = capturingLogger();
+    const fetch = appWith(
+      app,
+      { ...w.env, CHAIN_RPC_URLS: `${CHAIN_A}=${proxy.url}` },
+      captured.log,
+    );
+    try {
+      const first = await nonceFor(fetch, address, CHAIN_A);
+      const alices = await signedIn(
+        prove(fetch, first.message, await ownerSignature(alice, first.message)),
+      );
+      proxy.target = w.b.url; // the same URL now answers from chain B
+      const answer = await nonceFor(fetch, address, CHAIN_A);
+      await refused(
+        prove(fetch, answer.message, await ownerSignature(bob, answer.message)),
+        503,
+        "chain_unavailable",
+      );
+      await refused(
+        prove(fetch, answer.message, await ownerSignature(alice, answer.message)),
+        503,
+        "chain_unavailable",
+      );
+      assert.equal(await nonceUsedAt(app, answer.nonce), null);
+      const reasons = captured.lines.map((line) => JSON.parse(line))
+        .filter((line) => line.event === "chain_rpc_failed").map((line) => line.reason);
+      assert.deepEqual(reasons, ["chain_mismatch", "chain_mismatch"]);
+      proxy.target = w.a.url;
+      const again = await signedIn(
+        prove(fetch, answer.message, await ownerSignature(alice, answer.message)),
+      );
+      assert.equal(again.user.id, alices.user.id);
+    } finally {
+      await proxy.close();
+    }
+  },
+
+  async "every check is one request to the RPC, a new instance's first included"(app, w) {
+    const owner = newWallet();
+    const wallet = await ownerWallet(w, w.a, [owner]);
+    const later = await counterfactual(w, owner);
+    const proxy = startRpcProxy(w.a.url);
+    const fetch = appWith(
+      app,
+      { ...w.env, CHAIN_RPC_URLS: `${CHAIN_A}=${proxy.url}` },
+      capturingLogger().log,
+    );
+    try {
+      for (const [address, wrap] of [[wallet, false], [wallet, false], [later.address, true]]) {
+        const answer = await nonceFor(fetch, address as Hex, CHAIN_A);
+        const inner = await ownerSignature(owner, answer.message);
+        const before = proxy.requests;
+        await signedIn(prove(fetch, answer.message, wrap ? later.wrap(inner) : inner));
+        assert.equal(proxy.requests, before + 1);
+      }
+      assert.equal(proxy.calls.eth_chainId, 0, "the chain is proven by the eth_call itself");
+    } finally {
+      await proxy.close();
+    }
+  },
+
+  async "a deployed wallet's ERC-6492 signature runs no prepare call: an uninitialized wallet cannot be taken over inside the check"(
+    app,
+    w,
+  ) {
+    const wallet = await deploy(w.a, w.contracts.UninitializedWallet.bytecode);
+    const initialize = (owner: PrivateKeyAccount) =>
+      encodeFunctionData({
+        abi: INITIALIZE_ABI,
+        functionName: "initialize",
+        args: [owner.address],
+      });
+    const attacker = newWallet();
+    const answer = await nonceFor(app.fetch, wallet, CHAIN_A);
+    const takeover = serializeErc6492Signature({
+      address: wallet,
+      data: initialize(attacker),
+      signature: await ownerSignature(attacker, answer.message),
+    });
+    await refused(prove(app.fetch, answer.message, takeover), 401, "signature_mismatch");
+    assert.equal(await nonceUsedAt(app, answer.nonce), null);
+    // Once its owner is set on chain, the wallet's own signature signs in, wrapped or not.
+    const owner = newWallet();
+    await transact(w.a, wallet, initialize(owner));
+    await signedIn(prove(app.fetch, answer.message, await ownerSignature(owner, answer.message)));
+    const next = await nonceFor(app.fetch, wallet, CHAIN_A);
+    await signedIn(
+      prove(
+        app.fetch,
+        next.message,
+        serializeErc6492Signature({
+          address: wallet,
+          data: initialize(attacker),
+          signature: await ownerSignature(owner, next.message),
+        }),
+      ),
+    );
+  },
+
+  async "a nonce is put to the chain at most three times; the fourth proof with it is nonce_used, with no RPC call"(
+    app,
+    w,
+  ) {
+    const owner = newWallet();
+    const wallet = await ownerWallet(w, w.a, [owner]);
+    const answer = await nonceFor(app.fetch, wallet, CHAIN_A);
+    const calls = w.proxyA.calls.eth_call;
+    for (let i = 0; i < 3; i++) {
+      await refused(prove(app.fetch, answer.message, GARBAGE_SIGNATURE), 401, "signature_mismatch");
+    }
+    assert.equal(w.proxyA.calls.eth_call, calls + 3);
+    const { body } = await refused(
+      prove(app.fetch, answer.message, await ownerSignature(owner, answer.message)),
+      401,
+      "nonce_used",
+    );
+    assert.match(body.error.message, /request a new one/);
+    assert.equal(w.proxyA.calls.eth_call, calls + 3);
+    const fresh = await nonceFor(app.fetch, wallet, CHAIN_A);
+    await signedIn(prove(app.fetch, fresh.message, await ownerSignature(owner, fresh.message)));
+  },
+
+  async "one client spending its whole budget on a wallet, with garbage proofs and one reused nonce, does not keep the owner's valid proof out"(
+    app,
+    w,
+  ) {
+    await awayFromWindowEdge();
+    const fetch = appWith(app, defaultRpcBudgets(w.env), capturingLogger().log);
+    const owner = newWallet();
+    const wallet = await ownerWallet(w, w.a, [owner]);
+    const stranger = ownIp();
+    const calls = w.proxyA.calls.eth_call;
+    let answer = await nonceFor(fetch, wallet, CHAIN_A, stranger);
+    const codes: string[] = [];
+    for (let i = 0; i < 40 && codes.at(-1) !== "rate_limited"; i++) {
+      const response = await prove(fetch, answer.message, GARBAGE_SIGNATURE, stranger);
+      const { error } = await response.json();
+      codes.push(error.code);
+      // The reused nonce refused: the stranger takes another and goes on.
+      if (error.code === "nonce_used") answer = await nonceFor(fetch, wallet, CHAIN_A, stranger);
+    }
+    assert.equal(codes.at(-1), "rate_limited", "the stranger's budget is spent");
+    const own = ownIp();
+    const mine = await nonceFor(fetch, wallet, CHAIN_A, own);
+    await signedIn(prove(fetch, mine.message, await ownerSignature(owner, mine.message), own));
+    assert.deepEqual(codes, [
+      ...Array(3).fill("signature_mismatch"),
+      "nonce_used",
+      ...Array(2).fill("signature_mismatch"),
+      "rate_limited",
+    ]);
+    assert.equal(w.proxyA.calls.eth_call, calls + 6, "the stranger's five checks, the owner's one");
+  },
+
+  async "RPC checks are budgeted per wallet and client IP: over it, 429 for that pair only"(
+    app,
+    w,
+  ) {
+    await awayFromWindowEdge();
+    const fetch = appWith(
+      app,
+      { ...w.env, RATE_LIMIT_RPC_PER_ADDRESS_PER_CLIENT_PER_MINUTE: "2" },
+      capturingLogger().log,
+    );
+    const owner = newWallet();
+    const wallet = await ownerWallet(w, w.a, [owner]);
+    const ip = ownIp();
+    for (let i = 0; i < 2; i++) {
+      const answer = await nonceFor(fetch, wallet, CHAIN_A);
+      await refused(prove(fetch, answer.message, GARBAGE_SIGNATURE, ip), 401, "signature_mismatch");
+    }
+    const calls = w.proxyA.calls.eth_call;
+    const answer = await nonceFor(fetch, wallet, CHAIN_A);
+    const signature = await ownerSignature(owner, answer.message);
+    await refused(prove(fetch, answer.message, signature, ip), 429, "rate_limited");
+    assert.equal(w.proxyA.calls.eth_call, calls, "no RPC call over the budget");
+    assert.equal(await nonceUsedAt(app, answer.nonce), null);
+    // The same wallet from another client, and another wallet from this one, are not limited.
+    await signedIn(prove(fetch, answer.message, signature, ownIp()));
+    const other = await ownerWallet(w, w.a, [owner]);
+    const forOther = await nonceFor(fetch, other, CHAIN_A);
+    await signedIn(
+      prove(fetch, forOther.message, await ownerSignature(owner, forOther.message), ip),
+    );
   },
 
   async "RPC checks are budgeted per client IP: over it, 429 before any call, the nonce unspent"(
@@ -786,7 +1017,10 @@ const behaviours: Record<string, Behaviour> = {
     );
   },
 
-  async "RPC checks are budgeted per address: over it, 429 from any client"(app, w) {
+  async "RPC checks are budgeted per address and chain, every client together: over it, 429 from any client"(
+    app,
+    w,
+  ) {
     await awayFromWindowEdge();
     const fetch = appWith(
       app,
@@ -811,6 +1045,13 @@ const behaviours: Record<string, Behaviour> = {
       "rate_limited",
     );
     assert.equal(w.proxyA.calls.eth_call, calls);
+    // The same address on another chain (no wallet there) is asked, and says no.
+    const onB = await nonceFor(fetch, wallet, CHAIN_B);
+    await refused(
+      prove(fetch, onB.message, await ownerSignature(owner, onB.message), ownIp()),
+      401,
+      "signature_mismatch",
+    );
     // Another wallet is not affected.
     const other = await ownerWallet(w, w.a, [owner]);
     const forOther = await nonceFor(fetch, other, CHAIN_A);

@@ -186,7 +186,7 @@ Deno.test({
              has_table_privilege('authenticated', 'public.user_secrets', 'select') as authenticated_select,
              has_column_privilege('authenticated', 'public.user_secrets', 'hint', 'select') as authenticated_select_hint,
              has_column_privilege('authenticated', 'public.user_secrets', 'ciphertext', 'select') as authenticated_select_ciphertext,
-             has_function_privilege('authenticated', 'public.admit_contract_check(text, text, bigint, text, integer, integer, integer)', 'execute') as authenticated_contract_check,
+             has_function_privilege('authenticated', 'public.admit_contract_check(text, text, bigint, text, integer, integer, integer, integer, integer)', 'execute') as authenticated_contract_check,
              has_function_privilege('service_role', 'public.put_user_secret(uuid, uuid, text, bytea, bytea, text, text, integer, integer)', 'execute') as service_put`,
           );
           assert.deepEqual(grants, {

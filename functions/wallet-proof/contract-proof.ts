@@ -4,12 +4,15 @@
  *
  * 1. the signature's form (hex, 1 byte to 16 KB);
  * 2. an RPC for the message's chain (none: contract wallets cannot sign in there, 401);
- * 3. one database call: the nonce checked but not spent, and the RPC call counted against the
- *    client IP's and the address's budgets, so neither a spent nonce nor a flood of bad proofs
- *    ever reaches the chain;
+ * 3. one database call: the nonce checked but not spent (and put to the chain at most
+ *    MAX_CHECKS_PER_NONCE times), and the RPC call counted against the client IP's budget, the
+ *    client's budget for this wallet, and the wallet's cap every client shares, so neither a
+ *    spent nonce nor a flood of bad proofs ever reaches the chain, and no one client can use up
+ *    the wallet's budget and keep its owner out;
  * 4. the wallet asked on the chain the message names (ERC-1271, or ERC-6492 for a wrapped
- *    signature), under one deadline. The chain unreachable: 503 with Retry-After, the nonce still
- *    unspent. The wallet saying no, or reverting: 401.
+ *    signature), in one call that also proves which chain answered, under one deadline. The
+ *    chain unreachable or another chain answering: 503 with Retry-After, the nonce still unspent.
+ *    The wallet saying no, or reverting: 401.
  */
 import { hexToBytes } from "@noble/hashes/utils";
 import type { ServiceContext } from "../_shared/context.ts";
@@ -24,6 +27,10 @@ import { clientIp, RATE_LIMIT_WINDOW_SECONDS, rateLimited } from "../_shared/aut
 import type { SiweFields } from "../_shared/auth/siwe.ts";
 
 const SIGNATURE = new RegExp(`^0x(?:[0-9a-fA-F]{2}){1,${MAX_CONTRACT_SIGNATURE_BYTES}}$`);
+// A failed check spends no nonce (the chain may only have been down), so without a cap one nonce
+// would carry a stranger's bad proofs for its whole life. Three covers a client's retries after
+// 503s (docs/contract-wallets.md's example tries three times).
+export const MAX_CHECKS_PER_NONCE = 3;
 
 export type ContractProofCheck = (
   request: Request,
@@ -72,7 +79,8 @@ export function createContractProofCheck(context: ServiceContext): ContractProof
     }
     const walletAddress = fields.address.toLowerCase();
     const [admitted] = await db.query<{ outcome: string; retry_after: number | null }>(
-      "select outcome, retry_after from public.admit_contract_check($1, $2, $3, $4, $5, $6, $7)",
+      `select outcome, retry_after
+         from public.admit_contract_check($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
       [
         fields.nonce,
         walletAddress,
@@ -81,6 +89,8 @@ export function createContractProofCheck(context: ServiceContext): ContractProof
         config.rateLimits.rpcPerIpPerMinute,
         config.rateLimits.rpcPerAddressPerMinute,
         RATE_LIMIT_WINDOW_SECONDS,
+        config.rateLimits.rpcPerAddressPerClientPerMinute,
+        MAX_CHECKS_PER_NONCE,
       ],
     );
     if (admitted.outcome === "rate_limited") throw rateLimited(admitted.retry_after ?? 1);
@@ -109,6 +119,12 @@ export function nonceRefusal(outcome: string): ServiceError {
       return new ServiceError("nonce_unknown", "This nonce was not issued here.");
     case "nonce_used":
       return new ServiceError("nonce_used", "This nonce has already been used.");
+    case "nonce_exhausted":
+      return new ServiceError(
+        "nonce_used",
+        `This nonce has been put to the wallet's chain ${MAX_CHECKS_PER_NONCE} times, as often ` +
+          "as one nonce may be; request a new one.",
+      );
     case "nonce_expired":
       return new ServiceError("nonce_expired", "This nonce has expired; request a new one.");
     case "nonce_mismatch":

@@ -266,23 +266,27 @@ export type ProxyMode =
   | "html"
   /** 502 Bad Gateway. */
   | "http-error"
-  /** Says it serves chain 1. */
-  | "wrong-chain"
   /** eth_call results that are not hex. */
   | "not-hex"
   /** Answers with another request id. */
   | "wrong-id"
-  /** eth_call answers the word 2 (neither no nor yes from the ERC-6492 validator). */
+  /** eth_call's last word made 2 (neither no nor yes from the validator). */
   | "odd-word"
   /** eth_call answers with a JSON-RPC error the node made (rate limited), not a revert. */
-  | "node-error";
+  | "node-error"
+  /** eth_call answers with a node error whose message mentions a revert: still the node's. */
+  | "node-error-mentioning-revert";
 
 export interface RpcProxy {
   /** The proxy's URL, with a made-up API key in its path that must never leak. */
   readonly url: string;
   /** eth_call and eth_chainId requests seen, counted whatever the mode. */
   readonly calls: { eth_call: number; eth_chainId: number };
+  /** HTTP requests seen, whatever they held. */
+  requests: number;
   mode: ProxyMode;
+  /** The chain forwarded to; changed, the same URL answers from another chain (a failover). */
+  target: string;
   /** Closes the listener (connections refused) until `up()`. */
   down(): Promise<void>;
   up(): void;
@@ -297,7 +301,9 @@ export function startRpcProxy(target: string): RpcProxy {
   const proxy: RpcProxy = {
     url: `http://127.0.0.1:${port}/v1/${LEAK_CANARY}`,
     calls: { eth_call: 0, eth_chainId: 0 },
+    requests: 0,
     mode: "forward",
+    target,
     async down() {
       await server?.shutdown();
       server = null;
@@ -309,6 +315,7 @@ export function startRpcProxy(target: string): RpcProxy {
   };
 
   async function handle(request: Request): Promise<Response> {
+    proxy.requests += 1;
     const text = await request.text();
     const call = JSON.parse(text) as { id: number; method: string };
     if (call.method === "eth_call" || call.method === "eth_chainId") proxy.calls[call.method] += 1;
@@ -324,28 +331,34 @@ export function startRpcProxy(target: string): RpcProxy {
         });
       case "http-error":
         return new Response("bad gateway", { status: 502 });
-      case "wrong-chain":
-        if (call.method === "eth_chainId") return answer({ result: "0x1" });
-        break;
       case "not-hex":
         if (call.method === "eth_call") return answer({ result: "0xnot-hex" });
         break;
       case "wrong-id":
         return Response.json({ jsonrpc: "2.0", id: call.id + 1, result: "0x" });
-      case "odd-word":
-        if (call.method === "eth_call") return answer({ result: `0x${"0".repeat(63)}2` });
-        break;
       case "node-error":
         if (call.method === "eth_call") {
           return answer({ error: { code: -32005, message: "daily request limit exceeded" } });
         }
         break;
+      case "node-error-mentioning-revert":
+        if (call.method === "eth_call") {
+          return answer({
+            error: { code: -32603, message: "internal error: state reverted to an older block" },
+          });
+        }
+        break;
     }
-    const upstream = await fetch(target, {
+    const upstream = await fetch(proxy.target, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: text,
     });
+    if (proxy.mode === "odd-word" && call.method === "eth_call") {
+      const forwarded = await upstream.json() as { result?: string };
+      const result = forwarded.result ?? "0x";
+      return answer({ result: `${result.slice(0, -64)}${"0".repeat(63)}2` });
+    }
     return new Response(await upstream.text(), {
       status: upstream.status,
       headers: { "content-type": "application/json" },

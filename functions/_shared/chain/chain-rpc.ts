@@ -1,8 +1,10 @@
 /**
  * JSON-RPC to the chains contract-wallet signatures are checked on (CHAIN_RPC_URLS): `eth_call` at
- * the latest block, under one deadline, believing only well-formed answers from the chain the URL
- * was configured for. Whatever goes wrong on the way (down, slow, an HTTP error, garbage, another
- * chain) is one error, `chain_unavailable` (503, Retry-After): never a pass, never a 500.
+ * the latest block, one HTTP request under one deadline, believing only well-formed answers.
+ * Whatever goes wrong on the way (down, slow, an HTTP error, garbage) is one error,
+ * `chain_unavailable` (503, Retry-After): never a pass, never a 500. Which chain answered is
+ * proven by the call itself, every time (contract-signatures.ts): a URL's chain can change under
+ * a running process (a provider's failover, a misrouting, DNS), so no earlier answer vouches.
  *
  * The URL may carry an API key, so it appears nowhere but in the fetch itself: not in logs (the
  * reason is one of a few fixed words), not in errors (fetch's own error text, which names the URL,
@@ -52,21 +54,42 @@ class RpcFailure extends Error {
   }
 }
 
-type RpcAnswer =
-  | { readonly result: unknown }
-  | { readonly error: { readonly code: number; readonly message: string } };
+interface RpcError {
+  readonly code: number;
+  readonly message: string;
+  readonly data?: unknown;
+}
+
+type RpcAnswer = { readonly result: unknown } | { readonly error: RpcError };
 
 const HEX_DATA = /^0x(?:[0-9a-fA-F]{2})*$/;
-const HEX_QUANTITY = /^0x(?:0|[1-9a-fA-F][0-9a-fA-F]{0,15})$/;
+// A revert as nodes word it: geth, reth, anvil and besu ("execution reverted", a reason after a
+// colon), ganache ("VM Exception while processing transaction: revert", a reason after a space).
+const GETH_REVERT = /^execution reverted(?::.*)?$/is;
+const GANACHE_REVERT = /^VM Exception while processing transaction: revert(?: .*)?$/s;
+
+/**
+ * Whether a JSON-RPC error is the call reverting, told by its shape: code 3 (EIP-1474's execution
+ * error, which geth and its kin send with the revert data) or -32000 (geth without data, ganache),
+ * a message that is a revert's own, and data, if any, that is hex. Anything else, a message that
+ * merely mentions a revert included, is the node's trouble, not the contract's answer.
+ */
+function isRevert(error: RpcError): boolean {
+  if (error.data !== undefined && !(typeof error.data === "string" && HEX_DATA.test(error.data))) {
+    return false;
+  }
+  if (error.code === 3) return GETH_REVERT.test(error.message);
+  if (error.code === -32000) {
+    return GETH_REVERT.test(error.message) || GANACHE_REVERT.test(error.message);
+  }
+  return false;
+}
 
 export function createChainRpc(
   urls: ReadonlyMap<number, string>,
   options: ChainRpcOptions,
 ): ChainRpc {
   const fetchImpl = options.fetch ?? fetch;
-  // Chains whose RPC has said, once, that it serves that chain (eth_chainId): a URL pointing at
-  // another chain (a typo, a provider's mix-up, a liar) would otherwise answer for the wrong one.
-  const confirmed = new Set<number>();
   let nextId = 1;
 
   async function request(
@@ -112,21 +135,16 @@ export function createChainRpc(
       ) {
         throw new RpcFailure("malformed_answer");
       }
-      return { error: { code: error.code, message: error.message } };
+      return {
+        error: {
+          code: error.code,
+          message: error.message,
+          ...("data" in error ? { data: error.data } : {}),
+        },
+      };
     }
     if (!("result" in fields)) throw new RpcFailure("malformed_answer");
     return { result: fields.result };
-  }
-
-  async function confirmChain(chainId: number, url: string, signal: AbortSignal): Promise<void> {
-    if (confirmed.has(chainId)) return;
-    const answer = await request(url, "eth_chainId", [], signal);
-    if ("error" in answer) throw new RpcFailure("rpc_error", answer.error.code);
-    if (typeof answer.result !== "string" || !HEX_QUANTITY.test(answer.result)) {
-      throw new RpcFailure("malformed_answer");
-    }
-    if (Number(answer.result) !== chainId) throw new RpcFailure("chain_mismatch");
-    confirmed.add(chainId);
   }
 
   function unavailable(chainId: number, reason: string, rpcCode: number | null = null) {
@@ -146,7 +164,6 @@ export function createChainRpc(
       const url = urls.get(chainId);
       if (url === undefined) throw unavailable(chainId, "no_rpc");
       try {
-        await confirmChain(chainId, url, signal);
         const answer = await request(url, "eth_call", [
           {
             ...(call.to === undefined ? {} : { to: call.to }),
@@ -156,12 +173,7 @@ export function createChainRpc(
           "latest",
         ], signal);
         if ("error" in answer) {
-          // A revert, or running out of the gas the call was given, is the contract's answer
-          // (geth and most nodes: code 3 "execution reverted"; others say so in the message);
-          // any other error is the node's, not the contract's.
-          if (answer.error.code === 3 || /revert|out of gas/i.test(answer.error.message)) {
-            return { reverted: true };
-          }
+          if (isRevert(answer.error)) return { reverted: true };
           throw new RpcFailure("rpc_error", answer.error.code);
         }
         if (typeof answer.result !== "string" || !HEX_DATA.test(answer.result)) {

@@ -3,11 +3,14 @@
  *
  * - ERC-1271: `isValidSignature(bytes32 hash, bytes signature)` must return `0x1626ba7e`.
  * - ERC-6492: a signature ending in the 0x6492… suffix wraps (factory, factory calldata, inner
- *   signature) for a wallet that may not be deployed yet. It is checked by the ERC's universal
- *   validation, deployless: `eth_call` without `to` whose data is our validator's init code and its
- *   arguments (erc6492-validator.sol), so nothing needs to be deployed anywhere.
+ *   signature) for a wallet that may not be deployed yet; the factory deploys it inside the call.
  *
- * ABI encoding is written out by hand (three fixed layouts) rather than imported: viem would cost
+ * Both go through one deployless `eth_call`: no `to`, the data our validator's init code and its
+ * arguments (erc6492-validator.sol), so nothing needs to be deployed anywhere. The validator also
+ * answers the chain it ran on, held here to the chain asked: an RPC that has started answering
+ * from another chain is caught in the call that would have believed it, at no extra round trip.
+ *
+ * ABI encoding is written out by hand (one fixed layout) rather than imported: viem would cost
  * the function its cold start.
  */
 import { concatBytes, hexToBytes } from "@noble/hashes/utils";
@@ -15,9 +18,6 @@ import type { ChainRpc } from "./chain-rpc.ts";
 import type { ContractSignatureVerifier } from "./contract-signature-verifier.ts";
 import { ERC6492_VALIDATOR_INIT_CODE } from "./erc6492-validator.ts";
 
-/** `isValidSignature(bytes32,bytes)`'s selector, which is also its success value. */
-export const ERC1271_MAGIC = hexToBytes("1626ba7e");
-export const ERC6492_SUFFIX = hexToBytes("6492".repeat(16));
 /** Multisig, passkey and ERC-6492 signatures run to kilobytes; more than this is refused unread. */
 export const MAX_CONTRACT_SIGNATURE_BYTES = 16 * 1024;
 
@@ -25,61 +25,44 @@ export function createContractSignatureVerifier(rpc: ChainRpc): ContractSignatur
   return {
     chainIds: rpc.chainIds,
     async verify({ chainId, address, hash, signature, signal }) {
-      if (isErc6492Signature(signature)) {
-        const outcome = await rpc.call(
-          chainId,
-          { data: encodeValidatorCall(address, hash, signature) },
-          signal,
-        );
-        // Our validator cannot revert on any input short of running out of gas: treat it as no.
-        if (outcome.reverted) return false;
-        // It returns exactly one word, 0 or 1; anything else did not come from it.
-        const word = outcome.data;
-        if (word.length !== 32 || word.subarray(0, 31).some((b) => b !== 0) || word[31] > 1) {
-          throw rpc.unavailable(chainId, "malformed_answer");
-        }
-        return word[31] === 1;
-      }
       const outcome = await rpc.call(
         chainId,
-        { to: address, data: encodeIsValidSignature(hash, signature) },
+        { data: encodeValidatorCall(chainId, address, hash, signature) },
         signal,
       );
-      // A revert, an account without code ("0x") or any other value is the wallet saying no.
-      return !outcome.reverted && isMagicWord(outcome.data);
+      // The validator reverts only on an ERC-6492 wrapper that does not decode: a no.
+      if (outcome.reverted) return false;
+      // Exactly two words, the chain it ran on and 0 or 1; anything else did not come from it.
+      const answer = outcome.data;
+      if (answer.length !== 64) throw rpc.unavailable(chainId, "malformed_answer");
+      if (!equalBytes(answer.subarray(0, 32), uint256(chainId))) {
+        throw rpc.unavailable(chainId, "chain_mismatch");
+      }
+      const verdict = answer.subarray(32);
+      if (verdict.subarray(0, 31).some((b) => b !== 0) || verdict[31] > 1) {
+        throw rpc.unavailable(chainId, "malformed_answer");
+      }
+      return verdict[31] === 1;
     },
   };
 }
 
-export function isErc6492Signature(signature: Uint8Array): boolean {
-  if (signature.length < ERC6492_SUFFIX.length) return false;
-  const tail = signature.subarray(signature.length - ERC6492_SUFFIX.length);
-  return tail.every((byte, i) => byte === ERC6492_SUFFIX[i]);
-}
-
-/** `bytes4` ABI-encoded: the magic value, then 28 zero bytes (as Solidity's decoder requires). */
-function isMagicWord(data: Uint8Array): boolean {
-  return data.length >= 32 &&
-    data.subarray(0, 4).every((byte, i) => byte === ERC1271_MAGIC[i]) &&
-    data.subarray(4, 32).every((byte) => byte === 0);
-}
-
-/** `abi.encodeWithSelector(0x1626ba7e, hash, signature)`. */
-export function encodeIsValidSignature(hash: Uint8Array, signature: Uint8Array): Uint8Array {
-  return concatBytes(ERC1271_MAGIC, word(hash), uint(64), dynamicBytes(signature));
-}
-
-/** The validator's init code with `abi.encode(signer, hash, signature)`, its constructor's input. */
+/**
+ * The validator's init code with `abi.encode(chainId, signer, hash, signature)`, its
+ * constructor's input.
+ */
 export function encodeValidatorCall(
+  chainId: number,
   signer: string,
   hash: Uint8Array,
   signature: Uint8Array,
 ): Uint8Array {
   return concatBytes(
     ERC6492_VALIDATOR_INIT_CODE,
+    uint256(chainId),
     word(hexToBytes(signer.slice(2))),
     word(hash),
-    uint(96),
+    uint256(128),
     dynamicBytes(signature),
   );
 }
@@ -92,15 +75,21 @@ function word(value: Uint8Array): Uint8Array {
   return out;
 }
 
-function uint(value: number): Uint8Array {
+/** A safe integer as a uint256 word. */
+function uint256(value: number): Uint8Array {
+  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError("not a uint256 here");
   const out = new Uint8Array(32);
-  new DataView(out.buffer).setUint32(28, value);
+  new DataView(out.buffer).setBigUint64(24, BigInt(value));
   return out;
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((byte, i) => byte === b[i]);
 }
 
 /** `bytes` in the tail: its length, then the bytes, zero-padded to a whole number of words. */
 function dynamicBytes(value: Uint8Array): Uint8Array {
   const padded = new Uint8Array(Math.ceil(value.length / 32) * 32);
   padded.set(value);
-  return concatBytes(uint(value.length), padded);
+  return concatBytes(uint256(value.length), padded);
 }

@@ -29,6 +29,29 @@ contract OwnerWallet {
     }
 }
 
+/// A deployed wallet whose owner is whoever calls `initialize` first: a proxy whose setup call was
+/// never sent. Until then it accepts no signature.
+contract UninitializedWallet {
+    address public owner;
+
+    function initialize(address newOwner) external {
+        require(owner == address(0), "UninitializedWallet: already initialized");
+        owner = newOwner;
+    }
+
+    function isValidSignature(bytes32 hash, bytes calldata signature)
+        external
+        view
+        returns (bytes4)
+    {
+        if (owner == address(0) || signature.length != 65) return 0xffffffff;
+        uint8 v = uint8(signature[64]);
+        if (v < 27) v += 27;
+        address signer = ecrecover(hash, v, bytes32(signature[0:32]), bytes32(signature[32:64]));
+        return signer == owner ? bytes4(0x1626ba7e) : bytes4(0xffffffff);
+    }
+}
+
 /// A wallet whose check always reverts.
 contract RevertingWallet {
     function isValidSignature(bytes32, bytes calldata) external pure returns (bytes4) {
