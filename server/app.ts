@@ -17,7 +17,7 @@ import {
   type Handler,
   invalidHost,
 } from "../functions/_shared/http/router.ts";
-import { serve } from "../functions/_shared/http/serve.ts";
+import { corsPolicy, serve } from "../functions/_shared/http/serve.ts";
 import { isStaticPath, serveStatic } from "./static.ts";
 
 /**
@@ -34,7 +34,7 @@ export interface LocalApp {
 }
 
 export function createLocalApp(context: ServiceContext): LocalApp {
-  const cors = { allowedOrigins: context.config.allowedOrigins };
+  const cors = corsPolicy(context.config);
   const wrap = (handler: FunctionHandler) => serve(handler, cors, context.log);
   const functions = serviceHandlers(context, wrap);
   functions[API] = wrap(createApiHandler(functions));

@@ -10,7 +10,7 @@ import { openPostgres } from "./db/postgres.ts";
 import { ServiceError } from "./http/errors.ts";
 import { errorResponse } from "./http/responses.ts";
 import { type Handler } from "./http/router.ts";
-import { serve } from "./http/serve.ts";
+import { corsPolicy, serve } from "./http/serve.ts";
 import { consoleLogger } from "./http/log.ts";
 
 export function bootFunction(create: (context: ServiceContext) => Handler): Handler {
@@ -22,7 +22,7 @@ export function bootFunction(create: (context: ServiceContext) => Handler): Hand
     }
     const db = openPostgres(config.database);
     const context = createServiceContext(config, db, consoleLogger);
-    return serve(create(context), { allowedOrigins: config.allowedOrigins }, consoleLogger);
+    return serve(create(context), corsPolicy(config), consoleLogger);
   } catch (error) {
     // A ConfigError names the settings; anything else (a database URL option the driver refuses,
     // say) is named by its kind alone, since a driver's message may quote the URL.

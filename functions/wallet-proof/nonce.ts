@@ -12,12 +12,13 @@ import { clientIp, RATE_LIMIT_WINDOW_SECONDS, rateLimited } from "../_shared/aut
 import { buildSiweMessage, generateNonce, toStatement } from "../_shared/auth/siwe.ts";
 import { readOptionalJson } from "../_shared/http/bodies.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
+import { acceptsLoopbackOrigins, signInOriginsFor } from "../_shared/http/local-origins.ts";
 import { parseRequest } from "../_shared/http/request-issues.ts";
 import { json } from "../_shared/http/responses.ts";
 import type { Handler } from "../_shared/http/router.ts";
 import { requireOrigins } from "./session-answer.ts";
 
-const nonceRequest = z.strictObject({
+export const nonceRequest = z.strictObject({
   address: z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte hex address")
     .optional(),
   chainId: z.number().int().positive().max(Number.MAX_SAFE_INTEGER).optional(),
@@ -79,7 +80,7 @@ export interface NonceDeps {
   readonly db: Database;
   readonly config: Pick<
     AppConfig,
-    "projectName" | "clientIp" | "rateLimits" | "allowedChainIds" | "nonceTtlSeconds"
+    "appEnv" | "projectName" | "clientIp" | "rateLimits" | "allowedChainIds" | "nonceTtlSeconds"
   >;
   readonly signInOrigins: readonly string[];
 }
@@ -92,8 +93,10 @@ export function nonceRoute({ db, config, signInOrigins }: NonceDeps): Handler {
       "it authorizes no transaction and costs no gas.",
   );
 
+  const acceptLoopback = acceptsLoopbackOrigins(config.appEnv);
+
   return async function issueNonce(request) {
-    const origins = requireOrigins(signInOrigins);
+    const origins = requireOrigins(signInOriginsFor(signInOrigins, request, acceptLoopback));
     const body = parseRequest(nonceRequest, await readOptionalJson(request));
     const allowedChains = config.allowedChainIds;
     if (
@@ -103,7 +106,8 @@ export function nonceRoute({ db, config, signInOrigins }: NonceDeps): Handler {
         allowedChainIds: allowedChains,
       });
     }
-    // The origin the page runs on, when it is one we accept; the caller cannot widen the list.
+    // The origin the page runs on, when it is one we accept; the caller cannot widen the list
+    // (outside production, a loopback page's own origin is accepted: local-origins.ts).
     const requestOrigin = request.headers.get("origin");
     const origin = origins.find((o) => o === requestOrigin) ?? origins[0];
     const nonce = generateNonce();

@@ -21,7 +21,9 @@ import {
 } from "../_shared/auth/siwe.ts";
 import { MAX_CONTRACT_SIGNATURE_BYTES } from "../_shared/chain/contract-signatures.ts";
 import { MAX_PROOF_BODY_BYTES, readJson } from "../_shared/http/bodies.ts";
+import { clientDescription } from "../_shared/http/client-description.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
+import { acceptsLoopbackOrigins, signInOriginsFor } from "../_shared/http/local-origins.ts";
 import { parseRequest } from "../_shared/http/request-issues.ts";
 import type { Handler } from "../_shared/http/router.ts";
 import { type ContractProofCheck, nonceRefusal } from "./contract-proof.ts";
@@ -29,7 +31,7 @@ import { requireOrigins, sessionAnswer } from "./session-answer.ts";
 
 const CLOCK_SKEW_MS = 60_000;
 
-const proofRequest = z.strictObject({
+export const proofRequest = z.strictObject({
   message: z.string().min(1).max(MAX_MESSAGE_LENGTH),
   // 65 bytes from a key; contract wallets' signatures (multisig, passkey, ERC-6492) run longer.
   signature: z.string().max(2 + 2 * MAX_CONTRACT_SIGNATURE_BYTES),
@@ -51,6 +53,7 @@ export interface ProofDeps {
   readonly sessions: SessionTokens;
   readonly config: Pick<
     AppConfig,
+    | "appEnv"
     | "clientIp"
     | "rateLimits"
     | "allowedChainIds"
@@ -63,9 +66,11 @@ export interface ProofDeps {
 
 export function proofRoute(deps: ProofDeps): Handler {
   const { db, config, signInOrigins, checkContractProof } = deps;
+  const acceptLoopback = acceptsLoopbackOrigins(config.appEnv);
 
   return async function exchangeProof(request) {
-    const origins = requireOrigins(signInOrigins);
+    // A loopback page's message is accepted from that page alone: its Origin must name it.
+    const origins = requireOrigins(signInOriginsFor(signInOrigins, request, acceptLoopback));
     const body = parseRequest(proofRequest, await readJson(request, MAX_PROOF_BODY_BYTES));
     // Every attempt counts against the client's budget, and over it a 429 wins over whatever the
     // checks find. A proof that passes them is counted inside the sign-in's own transaction (one
@@ -108,7 +113,7 @@ export function proofRoute(deps: ProofDeps): Handler {
     const refreshToken = newRefreshToken();
     const [result] = await db.query<SignInResult>(
       `select outcome, session_id, user_id, retry_after
-         from public.sign_in_from_ip($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+         from public.sign_in_from_ip($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
       [
         byKey ? ipLimit.bucket : null,
         ipLimit.limit,
@@ -121,6 +126,8 @@ export function proofRoute(deps: ProofDeps): Handler {
         fields.chainId,
         // A key is the same creator on every chain; a contract wallet is one per chain.
         byKey ? null : fields.chainId,
+        // Kept with the session for the creator's sessions list (cleaned and cut short).
+        clientDescription(request),
       ],
     );
     if (result.outcome === "signed_in") {

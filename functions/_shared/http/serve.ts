@@ -1,4 +1,6 @@
 /** CORS and the error boundary every function (and the local server) answers through. */
+import type { AppConfig } from "../config/config.ts";
+import { acceptsLoopbackOrigins, isLoopbackOrigin } from "./local-origins.ts";
 import type { Logger } from "./log.ts";
 import { errorResponse, toServiceError } from "./responses.ts";
 import type { FunctionHandler } from "./router.ts";
@@ -10,6 +12,16 @@ const CORS_METHODS = "GET, POST, PUT, DELETE, OPTIONS";
 export interface CorsPolicy {
   /** Exact origins allowed; an empty list allows any origin (bearer tokens, no cookies). */
   readonly allowedOrigins: readonly string[];
+  /** Any loopback origin as well (local-origins.ts): development and test only. */
+  readonly loopbackOrigins?: boolean;
+}
+
+/** The CORS policy configuration gives: ALLOWED_ORIGINS, plus loopback pages outside production. */
+export function corsPolicy(config: Pick<AppConfig, "allowedOrigins" | "appEnv">): CorsPolicy {
+  return {
+    allowedOrigins: config.allowedOrigins,
+    loopbackOrigins: acceptsLoopbackOrigins(config.appEnv),
+  };
 }
 
 type HeaderPairs = readonly (readonly [string, string])[];
@@ -23,7 +35,11 @@ const NO_ORIGIN: HeaderPairs = [VARY];
 function corsHeaders(request: Request, policy: CorsPolicy): HeaderPairs {
   if (policy.allowedOrigins.length === 0) return ANY_ORIGIN;
   const origin = request.headers.get("origin");
-  if (origin !== null && policy.allowedOrigins.includes(origin)) {
+  if (
+    origin !== null &&
+    (policy.allowedOrigins.includes(origin) ||
+      (policy.loopbackOrigins === true && isLoopbackOrigin(origin)))
+  ) {
     return [["access-control-allow-origin", origin], EXPOSED, VARY];
   }
   return NO_ORIGIN;
