@@ -3,14 +3,20 @@
  * shell `export` lines for the docs' curl examples, so they can be tried with nothing but a shell:
  *
  *   eval "$(npx -y deno@2.9.6 task -q sign-in)"
- *   curl http://127.0.0.1:54321/api/secrets -H "Authorization: Bearer $TOKEN"
+ *   curl "$BASE/api/secrets" -H "Authorization: Bearer $TOKEN"
  *
- * TOKEN (and ACCESS_TOKEN) and REFRESH_TOKEN are the new session's; PROOF is a second signed
- * wallet-proof body for the same wallet, not yet used (its nonce is good for ten minutes), for
- * trying POST /api/auth/wallet-proof itself. The wallet's key is made here and forgotten: each run
- * is a new creator. The default URL is the local server's (PORT, else 54321).
+ * BASE is the server's URL: the argument, else the local server's (PORT, else 54321). TOKEN (and
+ * ACCESS_TOKEN) and REFRESH_TOKEN are the new session's; OTHER_DEVICE_TOKEN is the access token of
+ * a second session of the same wallet, as another device would hold; PROOF is one more signed
+ * wallet-proof body for that wallet, not yet used (its nonce is good for ten minutes), for trying
+ * POST /api/auth/wallet-proof itself. SERVER_REVEAL_TOKEN is exported only for a server on this
+ * machine that takes the reveal token in the development keys `deno task start` keeps in
+ * .local/dev-keys.json (read from the working directory, as the server reads it): a server in
+ * development that generated them. The wallet's key is made here and forgotten: each run is a new
+ * creator.
  */
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { DEFAULT_DEV_KEYS_PATH } from "../server/dev-keys.ts";
 
 const base = (Deno.args[0] ?? `http://127.0.0.1:${Deno.env.get("PORT") || "54321"}`)
   .replace(/\/+$/, "");
@@ -19,29 +25,34 @@ const account = privateKeyToAccount(generatePrivateKey());
 /** How long each call may take before the sign-in gives up. */
 const TIMEOUT_MS = 10_000;
 
-/** POSTs `body` as JSON to the server's /api; exits with the server's own error when it refuses. */
-async function post(path: string, body: unknown): Promise<Record<string, unknown>> {
-  let response: Response;
-  let answer: unknown;
+/** Sends `body` as JSON to the server's /api; the answer's status and JSON (null if none). */
+async function send(
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; answer: unknown }> {
   try {
-    response = await fetch(`${base}/api${path}`, {
+    const response = await fetch(`${base}/api${path}`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { "content-type": "application/json", ...headers },
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(TIMEOUT_MS),
     });
-    answer = await response.json().catch(() => null);
+    return { status: response.status, answer: await response.json().catch(() => null) };
   } catch (error) {
     fail(`no answer from ${base} (${printable(error)}): is the server running (deno task start)?`);
   }
+}
+
+/** POSTs `body` as JSON to the server's /api; exits with the server's own error when it refuses. */
+async function post(path: string, body: unknown): Promise<Record<string, unknown>> {
+  const { status, answer } = await send(path, body);
   const error = (answer as { error?: { code?: unknown; message?: unknown } } | null)?.error;
-  if (!response.ok) {
-    fail(
-      `${path} answered ${response.status}: ${printable(error?.code)} ${printable(error?.message)}`,
-    );
+  if (status < 200 || status > 299) {
+    fail(`${path} answered ${status}: ${printable(error?.code)} ${printable(error?.message)}`);
   }
   if (answer === null || typeof answer !== "object" || Array.isArray(answer)) {
-    fail(`${path} answered ${response.status} without a JSON object`);
+    fail(`${path} answered ${status} without a JSON object`);
   }
   return answer as Record<string, unknown>;
 }
@@ -72,17 +83,64 @@ async function signedProof(): Promise<{ message: string; signature: string }> {
   return { message, signature: await account.signMessage({ message }) };
 }
 
+/** Whether `url` names this machine: the only place the development keys may be sent. */
+function isLoopback(url: string): boolean {
+  const host = new URL(url).hostname;
+  return host === "localhost" || host === "[::1]" || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+/**
+ * The reveal token in the development keys, when the server takes it; otherwise null, and why.
+ * The server checks the reveal token before the session, so a request without one tells the
+ * right token (401 missing_token) from a wrong one (403) without revealing or recording anything.
+ */
+async function devRevealToken(): Promise<{ token: string } | { token: null; why: string }> {
+  if (!isLoopback(base)) return { token: null, why: `${base} is not on this machine` };
+  let keys: unknown;
+  try {
+    keys = JSON.parse(await Deno.readTextFile(DEFAULT_DEV_KEYS_PATH));
+  } catch (error) {
+    if (error instanceof Deno.errors.NotFound) {
+      return { token: null, why: `no ${DEFAULT_DEV_KEYS_PATH} here` };
+    }
+    return { token: null, why: `${DEFAULT_DEV_KEYS_PATH} unreadable (${printable(error)})` };
+  }
+  const candidate = (keys as { SERVER_REVEAL_TOKEN?: unknown } | null)?.SERVER_REVEAL_TOKEN;
+  if (typeof candidate !== "string" || !/^[\x21-\x7e]+$/.test(candidate)) {
+    return { token: null, why: `${DEFAULT_DEV_KEYS_PATH} holds no usable SERVER_REVEAL_TOKEN` };
+  }
+  const { status, answer } = await send("/secrets/reveal", {}, {
+    "x-service-server-secret": candidate,
+  });
+  const code = (answer as { error?: { code?: unknown } } | null)?.error?.code;
+  if (status === 401 && code === "missing_token") return { token: candidate };
+  return {
+    token: null,
+    why: `the server does not take the one in ${DEFAULT_DEV_KEYS_PATH} (not in development?)`,
+  };
+}
+
 /** Single-quoted for a POSIX shell: nothing inside is expanded. */
 const quoted = (value: string) => `'${value.replaceAll("'", `'\\''`)}'`;
 
 const session = await post("/auth/wallet-proof", await signedProof());
+const otherDevice = await post("/auth/wallet-proof", await signedProof());
 const proof = JSON.stringify(await signedProof());
 const accessToken = token(session.access_token, "access_token");
-const exports = {
+const reveal = await devRevealToken();
+const exports: Record<string, string> = {
+  BASE: base,
   TOKEN: accessToken,
   ACCESS_TOKEN: accessToken,
   REFRESH_TOKEN: token(session.refresh_token, "refresh_token"),
+  OTHER_DEVICE_TOKEN: token(otherDevice.access_token, "access_token"),
   PROOF: proof,
 };
+if (reveal.token !== null) exports.SERVER_REVEAL_TOKEN = reveal.token;
 for (const [name, value] of Object.entries(exports)) console.log(`export ${name}=${quoted(value)}`);
 console.error(`sign-in: signed in at ${base} as ${account.address} (a new throwaway wallet)`);
+console.error(
+  reveal.token === null
+    ? `sign-in: SERVER_REVEAL_TOKEN not set: ${reveal.why}`
+    : `sign-in: SERVER_REVEAL_TOKEN set from ${DEFAULT_DEV_KEYS_PATH} (the server's development keys)`,
+);

@@ -1,76 +1,279 @@
 /**
  * `deno task sign-in` (scripts/dev-sign-in.ts): a shell gets a real session from a running server
- * with one `eval`, and every exported value works as the docs' curl examples use it: TOKEN for the
- * vault, REFRESH_TOKEN for a refresh, PROOF for one more sign-in of the same wallet.
+ * with one `eval`, and every exported value works as the docs' curl examples use it: BASE for the
+ * URL, TOKEN for the vault, OTHER_DEVICE_TOKEN as a second device's session of the same wallet,
+ * REFRESH_TOKEN for a refresh, PROOF for one more sign-in of the same wallet, and, from a server in
+ * development on this machine, SERVER_REVEAL_TOKEN from its development keys.
  */
 import assert from "node:assert/strict";
 import { atEdge } from "../server/app.ts";
+import { generateDevKeys } from "../server/dev-keys.ts";
 import { freePort } from "./support/ports.ts";
 import { bearer, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 
-const SCRIPT = new URL("../scripts/dev-sign-in.ts", import.meta.url).pathname;
+const ROOT = new URL("../", import.meta.url);
+const SCRIPT = "scripts/dev-sign-in.ts";
 
-async function run(command: string, args: string[], env: Record<string, string> = {}) {
-  const result = await new Deno.Command(command, { args, env, stdout: "piped", stderr: "piped" })
-    .output();
+/** The task's own flags, read from deno.json, so the test runs what `deno task sign-in` runs. */
+const TASK_FLAGS = (() => {
+  const config = JSON.parse(Deno.readTextFileSync(new URL("deno.json", ROOT)));
+  const [deno, run, ...rest] = String(config.tasks["sign-in"]).split(/\s+/);
+  assert.deepEqual([deno, run, rest.at(-1)], ["deno", "run", SCRIPT]);
+  return rest.slice(0, -1);
+})();
+
+const EXPORTED = [
+  "BASE",
+  "TOKEN",
+  "ACCESS_TOKEN",
+  "REFRESH_TOKEN",
+  "OTHER_DEVICE_TOKEN",
+  "PROOF",
+  "SERVER_REVEAL_TOKEN",
+] as const;
+
+async function run(
+  command: string,
+  args: string[],
+  options: { env?: Record<string, string>; cwd?: string } = {},
+) {
+  const result = await new Deno.Command(command, {
+    args,
+    env: options.env,
+    cwd: options.cwd,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
   const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
   return { code: result.code, stdout: decode(result.stdout), stderr: decode(result.stderr) };
 }
 
-/** The script as its task runs it (deno.json: --allow-net --allow-env=PORT). */
-const signIn = (...args: string[]) =>
-  run(Deno.execPath(), ["run", "--allow-net", "--allow-env=PORT", SCRIPT, ...args]);
+/**
+ * The script with the task's permissions, in `cwd` (the task runs in the repository, where the
+ * local server keeps .local/dev-keys.json; here a directory of the test's own).
+ */
+const signIn = (
+  options: { cwd: string; env?: Record<string, string> },
+  ...args: string[]
+) =>
+  run(Deno.execPath(), [
+    "run",
+    "--config",
+    new URL("deno.json", ROOT).pathname,
+    ...TASK_FLAGS,
+    new URL(SCRIPT, ROOT).pathname,
+    ...args,
+  ], options);
+
+/** A working directory for the script, with development keys holding `revealToken` if given. */
+async function workDir(revealToken?: string): Promise<string> {
+  const dir = await Deno.makeTempDir({ prefix: "dev-sign-in-" });
+  if (revealToken !== undefined) {
+    await Deno.mkdir(`${dir}/.local`);
+    await Deno.writeTextFile(
+      `${dir}/.local/dev-keys.json`,
+      JSON.stringify({ ...generateDevKeys(), SERVER_REVEAL_TOKEN: revealToken }),
+    );
+  }
+  return dir;
+}
+
+/** Every variable the script may export, as a shell sees them after `eval` (unset as null). */
+async function evaluated(
+  exports: string,
+): Promise<Record<(typeof EXPORTED)[number], string | null>> {
+  const shell = await run("bash", [
+    "-c",
+    `unset ${EXPORTED.join(" ")}; eval "$EXPORTS"; ` +
+    `for name in ${EXPORTED.join(" ")}; do printf '%s=%s\\0' "$name" "\${!name-<unset>}"; done`,
+  ], { env: { EXPORTS: exports } });
+  assert.equal(shell.code, 0, shell.stderr);
+  const pairs = shell.stdout.split("\0").filter(Boolean).map((pair) => {
+    const at = pair.indexOf("=");
+    const value = pair.slice(at + 1);
+    return [pair.slice(0, at), value === "<unset>" ? null : value];
+  });
+  return Object.fromEntries(pairs);
+}
+
+interface Seen {
+  url: string;
+  revealToken: boolean;
+}
+
+/** The edge the local server puts in front of the app, on a random loopback port. */
+function serve(app: TestApp, seen: Seen[] = []) {
+  const edge = atEdge(app.app.handler, app.config.clientIp);
+  return Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, (request, info) => {
+    seen.push({ url: request.url, revealToken: request.headers.has("x-service-server-secret") });
+    return edge(request, info);
+  });
+}
 
 describeWithDatabase("deno task sign-in", {
-  "exports a session, a refresh token and an unused proof that a shell can use as they are": async (
+  "exports the URL, a session, a second device's session, a refresh token and an unused proof that a shell can use as they are":
+    async (app: TestApp) => {
+      await using server = serve(app);
+      const base = `http://127.0.0.1:${server.addr.port}`;
+      const cwd = await workDir();
+      try {
+        const signedIn = await signIn({ cwd }, `${base}/`);
+        assert.equal(signedIn.code, 0, signedIn.stderr);
+        assert.match(signedIn.stderr, /as 0x[0-9a-fA-F]{40} \(a new throwaway wallet\)/);
+        // Through a real shell's eval, so the quoting is what a user's shell sees.
+        const shell = await evaluated(signedIn.stdout);
+        assert.equal(shell.BASE, base);
+        assert.equal(shell.ACCESS_TOKEN, shell.TOKEN);
+        const token = shell.TOKEN!;
+
+        const list = await app.fetch("/api/secrets", { headers: bearer(token) });
+        assert.equal(list.status, 200);
+        assert.deepEqual((await list.json()).secrets, []);
+
+        // Another session of the same wallet: a global logout from it ends the first one too.
+        const session = await app.context.sessions.verifyToken(token);
+        const other = await app.context.sessions.verifyToken(shell.OTHER_DEVICE_TOKEN!);
+        assert.equal(other.userId, session.userId);
+        assert.notEqual(other.sessionId, session.sessionId);
+
+        const again = await app.fetch("/api/auth/wallet-proof", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: shell.PROOF!,
+        });
+        assert.equal(again.status, 200);
+        assert.equal((await again.json()).user.wallet_address, session.walletAddress);
+
+        const refreshed = await app.fetch("/api/auth/refresh", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ refresh_token: shell.REFRESH_TOKEN }),
+        });
+        assert.equal(refreshed.status, 200);
+
+        // No development keys here: no reveal token, and the reason in one line.
+        assert.equal(shell.SERVER_REVEAL_TOKEN, null);
+        assert.match(
+          signedIn.stderr,
+          /\nsign-in: SERVER_REVEAL_TOKEN not set: no \.local\/dev-keys\.json here\n$/,
+        );
+      } finally {
+        await Deno.remove(cwd, { recursive: true });
+      }
+    },
+
+  "takes BASE from PORT when no URL is given": async (app: TestApp) => {
+    await using server = serve(app);
+    const cwd = await workDir();
+    try {
+      const signedIn = await signIn({ cwd, env: { PORT: String(server.addr.port) } });
+      assert.equal(signedIn.code, 0, signedIn.stderr);
+      assert.equal((await evaluated(signedIn.stdout)).BASE, `http://127.0.0.1:${server.addr.port}`);
+    } finally {
+      await Deno.remove(cwd, { recursive: true });
+    }
+  },
+
+  "exports the development keys' reveal token when the server takes it, and it reveals": async (
     app: TestApp,
   ) => {
-    await using server = Deno.serve(
-      { hostname: "127.0.0.1", port: 0, onListen() {} },
-      atEdge(app.app.handler, app.config.clientIp),
-    );
-    const signedIn = await signIn(`http://127.0.0.1:${server.addr.port}/`);
-    assert.equal(signedIn.code, 0, signedIn.stderr);
-    assert.match(signedIn.stderr, /as 0x[0-9a-fA-F]{40} \(a new throwaway wallet\)/);
-    // Through a real shell's eval, so the quoting is what a user's shell sees.
-    const shell = await run("bash", [
-      "-c",
-      `eval "$EXPORTS"; printf '%s\\0' "$TOKEN" "$ACCESS_TOKEN" "$REFRESH_TOKEN" "$PROOF"`,
-    ], { EXPORTS: signedIn.stdout });
-    assert.equal(shell.code, 0, shell.stderr);
-    const [token, accessToken, refreshToken, proof] = shell.stdout.split("\0");
-    assert.equal(accessToken, token);
+    await using server = serve(app);
+    const cwd = await workDir(app.config.serverRevealToken);
+    try {
+      const signedIn = await signIn({ cwd }, `http://127.0.0.1:${server.addr.port}`);
+      assert.equal(signedIn.code, 0, signedIn.stderr);
+      assert.match(signedIn.stderr, /SERVER_REVEAL_TOKEN set from \.local\/dev-keys\.json/);
+      assert.doesNotMatch(signedIn.stderr, new RegExp(app.config.serverRevealToken));
+      const shell = await evaluated(signedIn.stdout);
+      assert.equal(shell.SERVER_REVEAL_TOKEN, app.config.serverRevealToken);
 
-    const list = await app.fetch("/api/secrets", { headers: bearer(token) });
-    assert.equal(list.status, 200);
-    assert.deepEqual((await list.json()).secrets, []);
+      const saved = await app.fetch("/api/secrets", {
+        method: "PUT",
+        headers: bearer(shell.TOKEN!, { "content-type": "application/json" }),
+        body: JSON.stringify({ secretType: "provider_c_key", value: "sk-dev-sign-in-example" }),
+      });
+      assert.equal(saved.status, 200);
+      const revealed = await app.fetch("/api/secrets/reveal", {
+        method: "POST",
+        headers: bearer(shell.TOKEN!, { "x-service-server-secret": shell.SERVER_REVEAL_TOKEN! }),
+      });
+      assert.equal(revealed.status, 200);
+      assert.deepEqual(
+        (await revealed.json()).secrets.map((s: { value: string }) => s.value),
+        ["sk-dev-sign-in-example"],
+      );
+    } finally {
+      await Deno.remove(cwd, { recursive: true });
+    }
+  },
 
-    const again = await app.fetch("/api/auth/wallet-proof", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: proof,
-    });
-    assert.equal(again.status, 200);
-    const session = await app.context.sessions.verifyToken(token);
-    assert.equal((await again.json()).user.wallet_address, session.walletAddress);
+  "exports no reveal token the server refuses (its keys are not the development keys)": async (
+    app: TestApp,
+  ) => {
+    await using server = serve(app);
+    const cwd = await workDir(generateDevKeys().SERVER_REVEAL_TOKEN);
+    try {
+      const signedIn = await signIn({ cwd }, `http://127.0.0.1:${server.addr.port}`);
+      assert.equal(signedIn.code, 0, signedIn.stderr);
+      assert.equal((await evaluated(signedIn.stdout)).SERVER_REVEAL_TOKEN, null);
+      assert.match(
+        signedIn.stderr,
+        /SERVER_REVEAL_TOKEN not set: the server does not take the one in \.local\/dev-keys\.json/,
+      );
+    } finally {
+      await Deno.remove(cwd, { recursive: true });
+    }
+  },
 
-    const refreshed = await app.fetch("/api/auth/refresh", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ refresh_token: refreshToken }),
-    });
-    assert.equal(refreshed.status, 200);
+  "never sends the development keys to a server that is not on this machine": async (
+    app: TestApp,
+  ) => {
+    // A named host reached through a loopback proxy: the request leaves as it would for a real one.
+    const seen: Seen[] = [];
+    await using proxy = serve(app, seen);
+    const cwd = await workDir(app.config.serverRevealToken);
+    try {
+      const signedIn = await signIn(
+        { cwd, env: { HTTP_PROXY: `http://127.0.0.1:${proxy.addr.port}`, NO_PROXY: "" } },
+        "http://vault.example.test",
+      );
+      assert.equal(signedIn.code, 0, signedIn.stderr);
+      // Both sessions and the proof's nonce went through the proxy, and nothing else did.
+      assert.deepEqual(seen.map((request) => new URL(request.url).pathname), [
+        "/api/auth/nonce",
+        "/api/auth/wallet-proof",
+        "/api/auth/nonce",
+        "/api/auth/wallet-proof",
+        "/api/auth/nonce",
+      ]);
+      assert.ok(seen.every((request) => new URL(request.url).host === "vault.example.test"));
+      assert.ok(seen.every((request) => !request.revealToken));
+      const shell = await evaluated(signedIn.stdout);
+      assert.equal(shell.BASE, "http://vault.example.test");
+      assert.equal(shell.SERVER_REVEAL_TOKEN, null);
+      assert.match(
+        signedIn.stderr,
+        /SERVER_REVEAL_TOKEN not set: http:\/\/vault\.example\.test is not on this machine/,
+      );
+    } finally {
+      await Deno.remove(cwd, { recursive: true });
+    }
   },
 
   "says in one line that nothing answers, and exports nothing": async () => {
-    const refused = await signIn(`http://127.0.0.1:${freePort()}`);
-    assert.equal(refused.code, 1);
-    assert.equal(refused.stdout, "");
-    assert.match(
-      refused.stderr,
-      /^sign-in: no answer from http:\/\/127\.0\.0\.1:\d+ \(.+\): is the server/,
-    );
+    const cwd = await workDir();
+    try {
+      const refused = await signIn({ cwd }, `http://127.0.0.1:${freePort()}`);
+      assert.equal(refused.code, 1);
+      assert.equal(refused.stdout, "");
+      assert.match(
+        refused.stderr,
+        /^sign-in: no answer from http:\/\/127\.0\.0\.1:\d+ \(.+\): is the server/,
+      );
+    } finally {
+      await Deno.remove(cwd, { recursive: true });
+    }
   },
 
   "exports nothing from an answer that holds no real tokens": async (app: TestApp) => {
@@ -83,9 +286,14 @@ describeWithDatabase("deno task sign-in", {
           ? Response.json({ access_token: "x'; touch /tmp/owned; '", refresh_token: "r" })
           : edge(request, info),
     );
-    const refused = await signIn(`http://127.0.0.1:${server.addr.port}`);
-    assert.equal(refused.code, 1);
-    assert.equal(refused.stdout, "");
-    assert.match(refused.stderr, /^sign-in: the sign-in answer has no usable access_token\n$/);
+    const cwd = await workDir();
+    try {
+      const refused = await signIn({ cwd }, `http://127.0.0.1:${server.addr.port}`);
+      assert.equal(refused.code, 1);
+      assert.equal(refused.stdout, "");
+      assert.match(refused.stderr, /^sign-in: the sign-in answer has no usable access_token\n$/);
+    } finally {
+      await Deno.remove(cwd, { recursive: true });
+    }
   },
 });

@@ -1,19 +1,25 @@
 /**
  * The docs cannot go stale: every shell or TypeScript block in README.md and docs/ says whether it
  * runs (```sh test, ```ts test[=id]) or not (```sh no-test, for what only runs deployed or changes
- * the machine). Each `test` block runs against the local app served on a real port, for a freshly
- * signed-in creator: curl commands through bash (the documented URL swapped for the server's), each
- * checked against its answer comment (`# 200 {…}`, or the JSON block after it); TypeScript blocks
- * as their own `deno run` process. docs/api.md's error table must list every code with its status.
+ * the machine), or runs in tests/package_test.ts from the packed client package (```ts package=id,
+ * also for js). Each `test` block runs against the local app served on a random port. docs/api.md
+ * is one session: its shell blocks run in order in one bash shell, as written (`$BASE`, no port),
+ * from its own `deno task sign-in`. Elsewhere each shell block runs for a freshly signed-in creator
+ * (the documented URL swapped for the server's). Every curl command is checked against its answer
+ * comment (`# 200 {…}`, or the JSON block after it); TypeScript blocks run as their own
+ * `deno run` process. docs/api.md's error table must list every code with its status.
  */
 import assert from "node:assert/strict";
 import { atEdge, LOCAL_ANON_KEY } from "../server/app.ts";
+import { DEFAULT_DEV_KEYS_PATH, loadOrCreateDevKeys } from "../server/dev-keys.ts";
 import { bearer, newWallet, signIn, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const DOCUMENTED_BASE = "http://127.0.0.1:54321";
 const CURL = "/usr/bin/curl";
+/** Pages whose shell blocks are one session, run in order in one shell as a reader would. */
+const SESSION_PAGES = new Set(["docs/api.md"]);
 
 interface Block {
   file: string;
@@ -47,13 +53,20 @@ function parseBlocks(file: string, text: string): Block[] {
       body.push(lines[j].slice(indent.length));
     }
     const words = info.trim().split(/\s+/).filter(Boolean);
-    const marker = words.find((w) => w === "no-test" || w === "test" || w.startsWith("test=")) ??
-      null;
+    const marker = words.find((w) =>
+      w === "no-test" || w === "test" || w.startsWith("test=") || w.startsWith("package=")
+    ) ?? null;
     blocks.push({
       file,
       line: i + 1,
       lang,
-      marker: marker === null ? null : marker.startsWith("test") ? "test" : "no-test",
+      marker: marker === null
+        ? null
+        : marker.startsWith("package=")
+        ? "package"
+        : marker.startsWith("test")
+        ? "test"
+        : "no-test",
       id: marker?.startsWith("test=") ? marker.slice(5) : null,
       code: body.join("\n"),
       jsonAfter: null,
@@ -62,7 +75,9 @@ function parseBlocks(file: string, text: string): Block[] {
       const previous = blocks[blocks.length - 2];
       const between = lines.slice(previous.line, i).join("\n");
       // Only prose-free adjacency: the json block follows the previous block's closing fence.
-      if (/^[\s\S]*```\s*$/.test(between.trimEnd())) previous.jsonAfter = body.join("\n");
+      if (/^[\s\S]*```\s*$/.test(between.trimEnd())) {
+        previous.jsonAfter = body.join("\n");
+      }
     }
     i = j;
   }
@@ -74,7 +89,9 @@ const BLOCKS = (await Promise.all(
   FILES.map(async (file) => parseBlocks(file, await Deno.readTextFile(new URL(file, ROOT)))),
 )).flat();
 const RUNNABLE_LANGS = new Set(["sh", "bash", "shell", "ts", "typescript"]);
+const SHELL_LANGS = new Set(["sh", "bash", "shell"]);
 const TESTED = BLOCKS.filter((b) => RUNNABLE_LANGS.has(b.lang) && b.marker === "test");
+const inSession = (b: Block) => SESSION_PAGES.has(b.file) && SHELL_LANGS.has(b.lang);
 
 Deno.test("every shell and TypeScript block in the README and docs/ says whether the docs test runs it", () => {
   const unmarked = BLOCKS.filter((b) => RUNNABLE_LANGS.has(b.lang) && b.marker === null)
@@ -82,6 +99,22 @@ Deno.test("every shell and TypeScript block in the README and docs/ says whether
   assert.deepEqual(unmarked, [], "mark each block `test` or `no-test` after its language");
   // The walk must have found the examples, or this file would pass on nothing.
   assert.ok(TESTED.length >= 12, `only ${TESTED.length} runnable blocks found`);
+});
+
+/** What a session page's reader runs first: the sign-in, which exports what the examples use. */
+const SIGN_IN = /^eval "\$\(npx -y deno@[\d.]+ task -q sign-in\)"(\s+#.*)?$/;
+
+Deno.test("docs/api.md's commands name no host or port: they use $BASE from its own sign-in", () => {
+  for (const page of SESSION_PAGES) {
+    const shell = TESTED.filter((b) => b.file === page && SHELL_LANGS.has(b.lang));
+    assert.ok(shell.length > 0, `${page}: no shell block to run`);
+    assert.match(commands(shell[0].code)[0].text, SIGN_IN, `${page}: the first command signs in`);
+    const named = shell.flatMap((b) =>
+      commands(b.code).filter((c) => /54321|127\.0\.0\.1|localhost/.test(c.text))
+        .map((c) => `${b.file}:${b.line}: ${c.text}`)
+    );
+    assert.deepEqual(named, []);
+  }
 });
 
 Deno.test("docs/api.md lists every error code the service has, each with its status, and no other", async () => {
@@ -147,8 +180,21 @@ async function errorStatusTable(): Promise<Record<string, number>> {
 
 // ---- running the examples ----
 
-const REVEAL_TOKEN = `docs-test-reveal-${crypto.randomUUID()}`;
+// The sign-in task exports the reveal token of the development keys in the repository, where
+// `deno task start` keeps them: the test's server takes that token (made here if none exists yet).
+const REVEAL_TOKEN = (await devKeys()).SERVER_REVEAL_TOKEN;
 const PROVIDER_B_VALUE = `sk-docs-provider-b-${crypto.randomUUID()}`;
+
+/** The repository's development keys; another test process may be creating them at this moment. */
+async function devKeys() {
+  const path = new URL(DEFAULT_DEV_KEYS_PATH, ROOT).pathname;
+  try {
+    return (await loadOrCreateDevKeys(path)).keys;
+  } catch (error) {
+    if (!(error instanceof Deno.errors.AlreadyExists)) throw error;
+    return (await loadOrCreateDevKeys(path)).keys;
+  }
+}
 
 interface Creator {
   env: Record<string, string>;
@@ -269,6 +315,27 @@ function checkAnswer(where: string, expected: Expected, status: number, body: st
   }
 }
 
+/** The wrapper every docs command's curl goes through: quiet, and its headers kept for the check. */
+const CURL_FUNCTION = `curl() { ${CURL} -sS -D "$HEADERS_FILE" "$@"; }`;
+
+/**
+ * Checks one command's output: the answer to its last request (status from the headers curl
+ * wrote, the body from what it printed) against what the docs say it answers.
+ */
+async function checkCommand(
+  where: string,
+  expected: Expected | null,
+  headersFile: string,
+  stdout: string,
+): Promise<void> {
+  const statuses = [...(await Deno.readTextFile(headersFile)).matchAll(/^HTTP\/[\d.]+ (\d{3})/gm)];
+  const status = Number(statuses[statuses.length - 1][1]);
+  const body = stdout.startsWith("HTTP/") ? stdout.slice(stdout.indexOf("\r\n\r\n") + 4) : stdout;
+  if (expected === null) {
+    assert.ok(status >= 200 && status < 300, `${where}: status ${status}, body ${body}`);
+  } else checkAnswer(where, expected, status, body);
+}
+
 async function runShell(block: Block, base: string, env: Record<string, string>): Promise<void> {
   const list = commands(block.code);
   assert.ok(list.length > 0, `${block.file}:${block.line}: no command`);
@@ -278,7 +345,7 @@ async function runShell(block: Block, base: string, env: Record<string, string>)
       const where = `${block.file}:${block.line} command ${index + 1}`;
       const script = [
         "set -euo pipefail",
-        `curl() { ${CURL} -sS -D "$HEADERS_FILE" "$@"; }`,
+        CURL_FUNCTION,
         command.text.replaceAll(DOCUMENTED_BASE, base),
       ].join("\n");
       const headersFile = `${dir}/headers-${index}`;
@@ -288,20 +355,114 @@ async function runShell(block: Block, base: string, env: Record<string, string>)
         stdout: "piped",
         stderr: "piped",
       }).output();
-      const stdout = new TextDecoder().decode(result.stdout);
       assert.equal(result.code, 0, `${where}: ${new TextDecoder().decode(result.stderr)}`);
-      const statuses = [
-        ...(await Deno.readTextFile(headersFile)).matchAll(/^HTTP\/[\d.]+ (\d{3})/gm),
-      ];
-      const status = Number(statuses[statuses.length - 1][1]);
-      const body = stdout.startsWith("HTTP/")
-        ? stdout.slice(stdout.indexOf("\r\n\r\n") + 4)
-        : stdout;
       const expected = expectation(command, block.jsonAfter, index === list.length - 1);
-      if (expected === null) {
-        assert.ok(status >= 200 && status < 300, `${where}: status ${status}, body ${body}`);
-      } else checkAnswer(where, expected, status, body);
+      await checkCommand(where, expected, headersFile, new TextDecoder().decode(result.stdout));
     }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+/** What a session page's sign-in exports: unset first, so only the page's own commands set them. */
+const SESSION_VARIABLES = [
+  "BASE",
+  "TOKEN",
+  "ACCESS_TOKEN",
+  "REFRESH_TOKEN",
+  "OTHER_DEVICE_TOKEN",
+  "PROOF",
+  "SERVER_REVEAL_TOKEN",
+];
+
+const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
+
+/** Single-quoted for bash: nothing inside is expanded. */
+const quoted = (value: string) => `'${value.replaceAll("'", `'\\''`)}'`;
+
+/**
+ * A session page's shell blocks, in order, as one bash script in the repository (where the
+ * reader runs `deno task`), with only PORT set, as after `PORT=… deno task start`: the page's own
+ * sign-in sets BASE and the tokens. Each command's output is kept apart for its check, and the
+ * first that fails stops the shell. `npx -y deno@…` runs this Deno (the pinned one), offline.
+ */
+async function runSession(app: TestApp, blocks: Block[]): Promise<void> {
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    atEdge(app.app.handler, app.config.clientIp),
+  );
+  const steps = blocks.flatMap((block) => {
+    const list = commands(block.code);
+    assert.ok(list.length > 0, `${block.file}:${block.line}: no command`);
+    return list.map((command, index) => ({
+      where: `${block.file}:${block.line} command ${index + 1}`,
+      command,
+      expected: expectation(command, block.jsonAfter, index === list.length - 1),
+    }));
+  });
+  const dir = await Deno.makeTempDir({ prefix: "docs-session-" });
+  const output = (index: number, kind: "headers" | "out" | "err" | "failed") =>
+    `${dir}/${kind}-${index}`;
+  const script = [
+    "set -uo pipefail",
+    `unset ${SESSION_VARIABLES.join(" ")}`,
+    CURL_FUNCTION,
+    `npx() {
+  if [ "$#" -ge 2 ] && [ "$1" = -y ] && [[ "$2" == deno@* ]]; then shift 2; ${
+      quoted(Deno.execPath())
+    } "$@"
+  else echo "npx $*: only npx -y deno@… runs in the docs test" >&2; return 127; fi
+}`,
+    ...steps.flatMap((step, index) => [
+      `HEADERS_FILE=${quoted(output(index, "headers"))}`,
+      "{",
+      step.command.text,
+      `} >${quoted(output(index, "out"))} 2>${quoted(output(index, "err"))} || ` +
+      `{ echo "$?" >${quoted(output(index, "failed"))}; exit 1; }`,
+    ]),
+  ].join("\n");
+  try {
+    const result = await new Deno.Command("bash", {
+      args: ["-c", script],
+      cwd: ROOT.pathname,
+      env: { PORT: String(server.addr.port) },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    // What the commands without a request (the sign-ins) said, for a later failure's message.
+    let context = "";
+    const ran = (index: number) => exists(output(index, "out"));
+    for (const [index, step] of steps.entries()) {
+      const read = (kind: "headers" | "out" | "err" | "failed") =>
+        Deno.readTextFile(output(index, kind)).catch(() => null);
+      const [stdout, stderr, failed, headers] = await Promise.all([
+        read("out"),
+        read("err"),
+        read("failed"),
+        read("headers"),
+      ]);
+      const shellStderr = new TextDecoder().decode(result.stderr);
+      assert.ok(stdout !== null, `${step.where}: never ran\n${shellStderr}`);
+      assert.equal(failed, null, `${step.where}: exit ${failed?.trim()}: ${stderr}${context}`);
+      // The shell itself stopped inside this command (an unset variable under `set -u`).
+      const stopped = index + 1 < steps.length ? !(await ran(index + 1)) : result.code !== 0;
+      assert.ok(
+        !stopped,
+        `${step.where}: the shell stopped here: ${stderr}${shellStderr}${context}`,
+      );
+      if (headers === null) {
+        // No request: a command such as the sign-in, which only has to succeed.
+        assert.equal(
+          step.expected,
+          null,
+          `${step.where}: an answer is documented, but no request was made`,
+        );
+        context += `\n(${step.where} said: ${stderr?.trim()})`;
+        continue;
+      }
+      await checkCommand(step.where, step.expected, output(index, "headers"), stdout);
+    }
+    assert.equal(result.code, 0, new TextDecoder().decode(result.stderr));
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -309,15 +470,6 @@ async function runShell(block: Block, base: string, env: Record<string, string>)
 
 /** What each named TypeScript block needs around it to run and report its result. */
 const DRIVERS: Record<string, { before?: string; after: string }> = {
-  "live-run-step": {
-    after: `
-const step = await credentialsForVideo(Deno.env.get("TOKEN")!);
-if ("error" in step) throw new Error(step.error.code);
-console.log(JSON.stringify({
-  provider: step.provider,
-  matches: step.get("provider_b_key") === Deno.env.get("PROVIDER_B_VALUE"),
-}));`,
-  },
   "supabase-js": {
     before: `import { createClient } from "@supabase/supabase-js";
 const SUPABASE_URL = Deno.env.get("BASE")!;
@@ -414,9 +566,7 @@ async function runBlock(app: TestApp, block: Block): Promise<void> {
     return;
   }
   const out = await runTypeScript(block, base, env);
-  if (block.id === "live-run-step") {
-    assert.deepEqual(JSON.parse(out.trim()), { provider: "provider_b", matches: true });
-  } else if (block.id === "supabase-js") {
+  if (block.id === "supabase-js") {
     assert.ok(JSON.parse(out.trim()).includes("provider_c_key"), out);
   } else {
     // The full sign-in: signed in, listed the vault, refreshed and signed out without an error.
@@ -428,10 +578,22 @@ async function runBlock(app: TestApp, block: Block): Promise<void> {
 describeWithDatabase(
   "the docs' examples run against the local server and answer as documented",
   Object.fromEntries(
-    TESTED.map((block) => [
-      `${block.file}:${block.line} (${block.lang}${block.id ? ` ${block.id}` : ""})`,
-      (app: TestApp) => runBlock(app, block),
-    ]),
+    TESTED.flatMap((block) => {
+      if (!inSession(block)) {
+        return [[
+          `${block.file}:${block.line} (${block.lang}${block.id ? ` ${block.id}` : ""})`,
+          (app: TestApp) => runBlock(app, block),
+        ]];
+      }
+      const session = TESTED.filter((b) => b.file === block.file && inSession(b));
+      if (session[0] !== block) return [];
+      return [[
+        `${block.file}: the shell blocks in order in one shell (lines ${
+          session.map((b) => b.line).join(", ")
+        })`,
+        (app: TestApp) => runSession(app, session),
+      ]];
+    }),
   ),
   { SERVER_REVEAL_TOKEN: REVEAL_TOKEN },
 );
