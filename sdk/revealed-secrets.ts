@@ -66,13 +66,19 @@ export class RevealedSecrets {
 }
 
 /** The credentials one step needs: exactly its provider's types, all present. */
+// Explicit fields, not parameter properties: erasable TypeScript (`erasableSyntaxOnly`).
 export class StepCredentials extends RevealedSecrets {
+  readonly stepKind: StepKind;
+  readonly provider: ProviderId;
+
   constructor(
-    readonly stepKind: StepKind,
-    readonly provider: ProviderId,
+    stepKind: StepKind,
+    provider: ProviderId,
     entries: ReadonlyMap<SecretType, RevealedEntry>,
   ) {
     super(entries);
+    this.stepKind = stepKind;
+    this.provider = provider;
   }
 
   override toJSON(): Record<string, unknown> {

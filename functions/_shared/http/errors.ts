@@ -28,6 +28,7 @@ export const ERROR_STATUS = {
   nonce_expired: 401,
   nonce_used: 401,
   nonce_mismatch: 401,
+  purpose_mismatch: 401,
   invalid_refresh_token: 401,
   refresh_token_reused: 401,
   refresh_replayed: 409,
@@ -36,11 +37,13 @@ export const ERROR_STATUS = {
   invalid_token: 401,
   token_expired: 401,
   session_revoked: 401,
+  session_not_found: 404,
   // Vault
   invalid_secret_type: 400,
   invalid_value: 400,
   secret_not_found: 404,
   reveal_forbidden: 403,
+  vault_locked: 423,
   encryption_key_unavailable: 500,
   decryption_failed: 500,
   // Server side
