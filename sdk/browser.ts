@@ -54,7 +54,8 @@ const SESSION_ENDED = new Set<VaultErrorCode>([
 ]);
 
 // Failures after which a refresh may have happened unseen: retried once with the same token and
-// its retry key (refresh_replayed: this very first try already spent it, its answer lost).
+// its retry key (refresh_replayed: a try with this key, maybe an earlier call's, spent it and its
+// answer was lost).
 const RETRIED = new Set<VaultErrorCode>(["timeout", "network_error", "refresh_replayed"]);
 
 export interface VaultClientOptions {
@@ -177,25 +178,21 @@ export function createVaultClient(options: VaultClientOptions): VaultClient {
       // `stale`'s creator, and must not go on as this one (a key saved into the wrong vault).
       if (current.user.id !== stale.user.id) throw sessionChanged();
       if (current.refreshToken !== stale.refreshToken && !needsRefresh(current)) return current;
-      // One key for every try of this token's refresh, stored with it first: a later try (both
-      // answers lost, say), from this tab or another, is then a retry, not a copy of the token.
-      // Only a key made just now is sure never to have been sent: the first try sends its hash,
-      // and the key itself goes out only when a try may already have spent the token.
-      const firstTry = current.retryKey === undefined;
+      // One key for every try of this token's refresh, stored with it first: a later call's
+      // retry (both answers lost, say), from this tab or another, is then not a copy of the token.
+      // Every call's first request sends only the key's hash, even for a key stored by a call that
+      // failed (offline, 503): a request that spends the token must be worthless when replayed.
+      // The key itself goes out only on this call's retry, once the first may have spent it.
       const pending = await sessions.withRetryKey(current);
       if (pending === null) throw sessionChanged();
       const retry = { refresh_token: pending.refreshToken, retryKey: pending.retryKey };
       const rotate = async (body: object) => await call("POST", "/auth/refresh", { body });
       try {
         const next = toSession(
-          await rotate(
-            firstTry
-              ? {
-                refresh_token: pending.refreshToken,
-                retryKeyHash: await retryKeyHash(pending.retryKey),
-              }
-              : retry,
-          ).catch((error) => {
+          await rotate({
+            refresh_token: pending.refreshToken,
+            retryKeyHash: await retryKeyHash(pending.retryKey),
+          }).catch((error) => {
             // The service may have rotated and the answer been lost: the same token with the key,
             // within two minutes, gets the same successor (not a verdict of theft).
             if (!(error instanceof VaultError && RETRIED.has(error.code))) throw error;

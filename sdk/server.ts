@@ -11,6 +11,7 @@
  * Self-contained apart from the registry and routing, so live-run code can import it anywhere
  * (an edge function, a worker, a script) with nothing but fetch.
  */
+import { isLoopbackHostname } from "../functions/_shared/http/loopback.ts";
 import { HEADER_SAFE_TOKEN, REVEAL_TOKEN_HEADER } from "../functions/_shared/http/reveal-header.ts";
 import { planRoute, type RouteError } from "../functions/_shared/vault/provider-routing.ts";
 import {
@@ -204,11 +205,12 @@ function secretsUrlOf(baseUrl: string): string {
   return /\/api$/.test(root) ? `${root}/secrets` : `${root}/user-secrets`;
 }
 
-/** localhost, 127.0.0.0/8 or ::1 (IPv4-mapped too), as URL writes a hostname. */
+/**
+ * A loopback host (loopback.ts) but `*.localhost`: browsers resolve those themselves, while a
+ * server's resolver may ask DNS, whose spoofed answer would take the token in clear elsewhere.
+ */
 function isLoopback(hostname: string): boolean {
-  return hostname === "localhost" || hostname === "[::1]" ||
-    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname) ||
-    /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(hostname);
+  return isLoopbackHostname(hostname) && !hostname.endsWith(".localhost");
 }
 
 function routeError(error: RouteError): VaultError {

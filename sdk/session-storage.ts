@@ -155,74 +155,23 @@ function newRetryKey(): string {
 }
 
 /**
- * What a refresh's first try sends in place of its retry key: the key's SHA-256, base64url without
- * padding. The key itself goes out only on a retry, so a copy of the first request (a logged body)
- * cannot pass for one. WebCrypto where there is one: a page on an insecure origin (http:// other
- * than localhost) has no crypto.subtle, and neither have some embedded runtimes.
+ * What a refresh's first request sends in place of its retry key: the key's SHA-256, base64url
+ * without padding. The key itself goes out only on a retry, so a copy of a request that spent the
+ * token (a logged body) cannot pass for one. WebCrypto only: browsers give it to secure contexts
+ * (https, localhost), the only pages the service admits.
  */
 export async function retryKeyHash(retryKey: string): Promise<string> {
-  const text = new TextEncoder().encode(retryKey);
   const subtle = (globalThis as { crypto?: { subtle?: SubtleCrypto } }).crypto?.subtle;
-  const digest = subtle === undefined
-    ? sha256InJavaScript(text)
-    : new Uint8Array(await subtle.digest("SHA-256", text));
+  if (subtle === undefined) {
+    throw new TypeError(
+      "The vault client needs WebCrypto (crypto.subtle) to refresh a session, which browsers " +
+        "give only to secure contexts: serve the page over https (or from localhost).",
+    );
+  }
+  const digest = new Uint8Array(await subtle.digest("SHA-256", new TextEncoder().encode(retryKey)));
   let binary = "";
   for (const byte of digest) binary += String.fromCharCode(byte);
   return btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
-}
-
-// SHA-256's round constants (FIPS 180-4, 4.2.2).
-// deno-fmt-ignore
-const K = [
-  0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-  0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-  0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-  0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-  0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-  0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-  0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-  0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
-];
-
-// Its initial hash value (5.3.3).
-// deno-fmt-ignore
-const H0 = [
-  0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
-];
-
-const rotr = (x: number, n: number) => (x >>> n) | (x << (32 - n));
-
-/** SHA-256 (FIPS 180-4) of a message under 512 MB, for runtimes without WebCrypto. */
-export function sha256InJavaScript(message: Uint8Array): Uint8Array {
-  // The message, a 1 bit, zeros, and its length in bits (64-bit big-endian): 64-byte blocks.
-  const padded = new Uint8Array(((message.length + 72) >> 6) << 6);
-  padded.set(message);
-  padded[message.length] = 0x80;
-  const view = new DataView(padded.buffer);
-  view.setUint32(padded.length - 4, message.length * 8);
-  const h = [...H0];
-  const w = new Uint32Array(64);
-  for (let block = 0; block < padded.length; block += 64) {
-    for (let i = 0; i < 16; i++) w[i] = view.getUint32(block + 4 * i);
-    for (let i = 16; i < 64; i++) {
-      const s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >>> 3);
-      const s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >>> 10);
-      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-    }
-    let [a, b, c, d, e, f, g, hh] = h;
-    for (let i = 0; i < 64; i++) {
-      const sigma1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25);
-      const t1 = (hh + sigma1 + ((e & f) ^ (~e & g)) + K[i] + w[i]) | 0;
-      const sigma0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22);
-      const t2 = (sigma0 + ((a & b) ^ (a & c) ^ (b & c))) | 0;
-      [hh, g, f, e, d, c, b, a] = [g, f, e, (d + t1) | 0, c, b, a, (t1 + t2) | 0];
-    }
-    [a, b, c, d, e, f, g, hh].forEach((value, i) => h[i] = (h[i] + value) | 0);
-  }
-  const digest = new Uint8Array(32);
-  const out = new DataView(digest.buffer);
-  h.forEach((value, i) => out.setUint32(4 * i, value >>> 0));
-  return digest;
 }
 
 /** Reads a stored session, treating anything malformed as no session. */

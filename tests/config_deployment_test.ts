@@ -138,3 +138,35 @@ Deno.test("production lets in https origins only, localhost's included", () => {
     ["https://app.example.com", "https://localhost:3000"],
   );
 });
+
+Deno.test("a database URL whose host the driver reads otherwise than the URL parser is refused in every mode, naming only the setting", () => {
+  // The URL parser takes the host after the last @, the driver after the first, splitting it at
+  // commas into hosts it tries in turn and decoding %-escapes: each of these reaches evil.example
+  // while the parser (and so the local-stack check) sees a local host.
+  const misread = [
+    "postgres://u:p@evil.example,x@localhost/db",
+    "postgres://u:p@evil.example:5432,x@127.0.0.1:5432/db",
+    "postgresql://u@evil.example@localhost/db",
+    "postgres://u:p@localhost,evil.example/db",
+    "postgres://u:p@db,evil.example:5432/postgres",
+    "postgres://u:p@kong%2Cevil%2Eexample/db",
+    "postgres://u:p@evil%2Eexample:5432/db",
+  ];
+  for (const name of ["DATABASE_URL", "SUPABASE_DB_URL"]) {
+    const oneHost = `${name} is not a valid URL: give one host, and percent-encode any of ` +
+      "# / ? % @ , in the user name and password";
+    for (const url of misread) {
+      for (const env of [{ ...generateDevKeys(), [name]: url }, productionEnv({ [name]: url })]) {
+        if (name === "SUPABASE_DB_URL") delete (env as Record<string, string>).DATABASE_URL;
+        // (Development may add that the host the URL parser sees is not local either.)
+        const problems = problemsOf(env);
+        assert.equal(problems[0], oneHost, url);
+        assert.ok(!problems.some((problem) => problem.includes("evil")), url);
+      }
+    }
+  }
+  // An @ or , percent-encoded in the password is the password's.
+  const encoded = "postgres://u:p%40evil.example%2Cx@localhost/db";
+  assert.equal(parseConfig({ ...generateDevKeys(), DATABASE_URL: encoded }).appEnv, "development");
+  assert.equal(parseConfig(productionEnv({ DATABASE_URL: encoded })).appEnv, "production");
+});

@@ -388,6 +388,7 @@ const UNREADABLE_DATABASE_URLS = [
   "postgres://localhost:5432/Tr0ub4dor-seven@db.example.com/postgres",
   "postgres://localhost:5432?Tr0ub4dor-eight@db.example.com/postgres",
   "postgres://localhost:5432#Tr0ub4dor-nine@db.example.com/postgres",
+  "postgres://svc:p@ss-ten@db.example.com/postgres", // @ unencoded: the driver and URL disagree
 ];
 
 Deno.test("a database URL that does not parse is refused by name, its password never echoed", () => {
@@ -440,9 +441,9 @@ Deno.test("a readable database URL reaches the driver as given; a pooler's turns
     assert.equal(database.engine, "postgres");
     return database as Extract<typeof database, { engine: "postgres" }>;
   };
-  // An @ in the password is read as the driver reads it (the last @ ends the credentials).
+  // A # or @ percent-encoded in the password is the password's.
   for (
-    const url of ["postgres://svc:p%23ss@db.example.com:5432/vault", "postgres://svc:p@ss@h/db"]
+    const url of ["postgres://svc:p%23ss@db.example.com:5432/vault", "postgres://svc:p%40ss@h/db"]
   ) {
     assert.deepEqual([settingsOf(url).url, settingsOf(url).prepare], [url, true]);
   }
@@ -469,6 +470,36 @@ Deno.test("an access token lifetime shorter than two minutes is refused, naming 
     assert.ok(
       problems.some((p) => p.startsWith("ACCESS_TOKEN_TTL_SECONDS: must be at least 120")),
       problems.join("; "),
+    );
+  }
+});
+
+Deno.test("a wallet's RPC cap below ten clients' shares is refused in every mode, naming both settings", () => {
+  const tooLow = "RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE must be at least 10 times " +
+    "RATE_LIMIT_RPC_PER_ADDRESS_PER_CLIENT_PER_MINUTE (a handful of clients would use a wallet's " +
+    "whole cap and lock its owner out)";
+  const refused: Record<string, string>[] = [
+    { RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE: "49" }, // the per-client default is 5
+    { RATE_LIMIT_RPC_PER_ADDRESS_PER_CLIENT_PER_MINUTE: "11" }, // the per-wallet default is 100
+    {
+      RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE: "100",
+      RATE_LIMIT_RPC_PER_ADDRESS_PER_CLIENT_PER_MINUTE: "100",
+    },
+  ];
+  for (const limits of refused) {
+    assert.deepEqual(problemsOf({ ...generateDevKeys(), ...limits }), [tooLow]);
+    assert.deepEqual(productionProblems(limits), [tooLow]);
+  }
+  const accepted: [Record<string, string>, number, number][] = [
+    [{}, 100, 5],
+    [{ RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE: "50" }, 50, 5],
+    [{ RATE_LIMIT_RPC_PER_ADDRESS_PER_CLIENT_PER_MINUTE: "10" }, 100, 10],
+  ];
+  for (const [limits, perAddress, perClient] of accepted) {
+    const { rateLimits } = parseConfig(productionEnv(limits));
+    assert.deepEqual(
+      [rateLimits.rpcPerAddressPerMinute, rateLimits.rpcPerAddressPerClientPerMinute],
+      [perAddress, perClient],
     );
   }
 });

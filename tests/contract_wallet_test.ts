@@ -230,7 +230,7 @@ function world(): Promise<World> {
         CHAIN_RPC_TIMEOUT_MS: "1000",
         RATE_LIMIT_RPC_PER_MINUTE: "100000",
         RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE: "100000",
-        RATE_LIMIT_RPC_PER_ADDRESS_PER_CLIENT_PER_MINUTE: "100000",
+        RATE_LIMIT_RPC_PER_ADDRESS_PER_CLIENT_PER_MINUTE: "10000",
       },
       async stop() {
         await Promise.all([proxyA.close(), proxyB.close()]);
@@ -1022,14 +1022,19 @@ const behaviours: Record<string, Behaviour> = {
     w,
   ) {
     await awayFromWindowEdge();
+    // The lowest cap allowed: ten clients' shares of one check each.
     const fetch = appWith(
       app,
-      { ...w.env, RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE: "2" },
+      {
+        ...w.env,
+        RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE: "10",
+        RATE_LIMIT_RPC_PER_ADDRESS_PER_CLIENT_PER_MINUTE: "1",
+      },
       capturingLogger().log,
     );
     const owner = newWallet();
     const wallet = await ownerWallet(w, w.a, [owner]);
-    for (let i = 0; i < 2; i++) {
+    for (let i = 0; i < 10; i++) {
       const answer = await nonceFor(fetch, wallet, CHAIN_A);
       await refused(
         prove(fetch, answer.message, await ownerSignature(newWallet(), answer.message), ownIp()),

@@ -6,7 +6,10 @@
  */
 import assert from "node:assert/strict";
 import { buildSiweMessage } from "../functions/_shared/auth/siwe.ts";
+import { isLocalHost } from "../functions/_shared/config/local-stack.ts";
 import { isLoopbackOrigin } from "../functions/_shared/http/local-origins.ts";
+import { isLoopbackHostname } from "../functions/_shared/http/loopback.ts";
+import { createVaultServerClient } from "../sdk/server.ts";
 import { appOn, bearer, newWallet, TEST_ORIGIN, type TestApp } from "./support/app.ts";
 import { productionEnv } from "./support/config-env.ts";
 import { openTestDatabase, testEngines } from "./support/database.ts";
@@ -77,11 +80,51 @@ async function errorCode(response: Response): Promise<string> {
 }
 
 Deno.test("a loopback origin is an http(s) origin as browsers send it, on localhost, *.localhost, 127.0.0.0/8 or [::1]", () => {
-  for (const origin of [...LOOPBACK_PAGES, "http://127.8.9.10:1", "https://localhost"]) {
+  const mapped = "http://[::ffff:7f00:1]:3000"; // 127.0.0.1 mapped into IPv6, as URL writes it
+  for (const origin of [...LOOPBACK_PAGES, "http://127.8.9.10:1", "https://localhost", mapped]) {
     assert.equal(isLoopbackOrigin(origin), true, origin);
   }
   for (const origin of NOT_LOOPBACK) assert.equal(isLoopbackOrigin(origin), false, origin);
   assert.equal(isLoopbackOrigin(null), false);
+});
+
+Deno.test("CORS, the local-stack check and the server client's plain http share one loopback rule", () => {
+  const loopback = [
+    "localhost",
+    "app.localhost",
+    "127.0.0.1",
+    "127.8.9.10",
+    "[::1]",
+    "[::ffff:7f00:1]",
+    "[::ffff:7fff:ffff]",
+  ];
+  const not = [
+    "192.168.1.20",
+    "127.0.0.1.nip.io",
+    "localhost.example.com",
+    "[::ffff:a00:5]",
+    "[::2]",
+  ];
+  for (const host of loopback) {
+    assert.equal(isLoopbackHostname(host), true, host);
+    assert.equal(isLoopbackOrigin(`http://${host}:3000`), true, host);
+    assert.equal(isLocalHost(host), true, host);
+    // The server client's one exception: a *.localhost name its resolver might ask DNS for.
+    const client = () =>
+      createVaultServerClient({ baseUrl: `http://${host}:3000/api`, revealToken: "t" });
+    if (host.endsWith(".localhost")) assert.throws(client, TypeError, host);
+    else assert.doesNotThrow(client, host);
+  }
+  for (const host of not) {
+    assert.equal(isLoopbackHostname(host), false, host);
+    assert.equal(isLoopbackOrigin(`http://${host}:3000`), false, host);
+    assert.equal(isLocalHost(host), false, host);
+    assert.throws(
+      () => createVaultServerClient({ baseUrl: `http://${host}:3000/api`, revealToken: "t" }),
+      TypeError,
+      host,
+    );
+  }
 });
 
 for (const engine of testEngines()) {

@@ -14,7 +14,7 @@ import {
 import { RETRY_GRACE_SECONDS } from "../functions/wallet-proof/refresh.ts";
 import { createVaultClient, memoryStorage } from "../sdk/browser.ts";
 import { MAX_BROWSER_TIMEOUT_MS } from "../sdk/service-call.ts";
-import { retryKeyHash, sha256InJavaScript } from "../sdk/session-storage.ts";
+import { retryKeyHash } from "../sdk/session-storage.ts";
 import { bearer, signIn, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 
@@ -312,27 +312,38 @@ Deno.test("the retry grace is two of the browser client's longest waits, and it 
   assert.throws(() => client(MAX_BROWSER_TIMEOUT_MS + 1), TypeError);
 });
 
-Deno.test("the browser client's SHA-256 without WebCrypto agrees with WebCrypto", async () => {
-  // Every length around the padding's block boundaries, and beyond one block.
-  for (let length = 0; length <= 200; length++) {
-    const message = crypto.getRandomValues(new Uint8Array(length));
-    assert.deepEqual(
-      sha256InJavaScript(message),
-      new Uint8Array(await crypto.subtle.digest("SHA-256", message)),
-      `length ${length}`,
-    );
-  }
-  // A page without crypto.subtle (an insecure origin) sends the same commitment.
-  const key = newKey();
-  const expected = await commitmentOf(key);
+Deno.test("without crypto.subtle (an insecure page) a refresh fails before anything is sent, saying why", async () => {
+  const baseUrl = "http://127.0.0.1:1/api";
+  const storage = memoryStorage();
+  const due = {
+    accessToken: "a.b.c",
+    refreshToken: "refresh-token-never-sent",
+    expiresAt: Math.floor(Date.now() / 1000) - 60,
+    user: { id: "00000000-0000-4000-8000-000000000000", walletAddress: "0x0" },
+  };
+  await storage.setItem(`wallet-vault.session:${baseUrl}`, JSON.stringify(due));
+  const sent: string[] = [];
+  const client = createVaultClient({
+    baseUrl,
+    storage,
+    fetch: (input) => {
+      sent.push(String(input));
+      return Promise.reject(new TypeError("Failed to fetch"));
+    },
+  });
   const subtle = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(crypto), "subtle")!;
   Object.defineProperty(crypto, "subtle", { value: undefined, configurable: true });
   try {
     assert.equal(crypto.subtle, undefined);
-    assert.equal(await retryKeyHash(key), expected);
+    await assert.rejects(client.listSecrets(), (error: Error) => {
+      assert.ok(error instanceof TypeError, String(error));
+      assert.match(error.message, /crypto\.subtle.*secure contexts: serve the page over https/);
+      return true;
+    });
   } finally {
     delete (crypto as { subtle?: unknown }).subtle;
     assert.equal(Object.getOwnPropertyDescriptor(crypto, "subtle"), undefined);
     assert.ok(subtle.get !== undefined && crypto.subtle !== undefined);
   }
+  assert.deepEqual(sent, [], "no refresh request went out");
 });

@@ -282,9 +282,10 @@ Deno.test("an apiKey a header cannot carry is refused when the client is made, n
 });
 
 Deno.test("without Web Locks, two tabs refreshing with the same retry key keep the one successor", async () => {
-  // Browsers on insecure origins have no navigator.locks: both tabs refresh at once, with the
-  // retry key the first stored (the first tab sends its hash, the second, finding it stored, the
-  // key), and the service answers both with the same successor.
+  // A browser without navigator.locks: both tabs refresh at once, with the retry key the first
+  // stored. Each first sends its hash; the service, as the real one does, spends the token on the
+  // first and answers the second 409 refresh_replayed, whose retry with the key gets the same
+  // successor.
   const proto = Object.getPrototypeOf(navigator);
   const locks = Object.getOwnPropertyDescriptor(proto, "locks");
   Object.defineProperty(proto, "locks", { get: () => undefined, configurable: true });
@@ -293,6 +294,7 @@ Deno.test("without Web Locks, two tabs refreshing with the same retry key keep t
     const keys = new Set<string>();
     const shapes: string[] = [];
     const logouts: string[] = [];
+    let spent = false;
     const service = async (input: RequestInfo | URL, init?: RequestInit) => {
       const path = new URL(String(input)).pathname;
       if (path === "/api/auth/logout") {
@@ -303,8 +305,14 @@ Deno.test("without Web Locks, two tabs refreshing with the same retry key keep t
         const body = JSON.parse(String(init?.body));
         shapes.push(Object.keys(body).sort().join());
         keys.add(body.retryKeyHash ?? await commitmentOf(body.retryKey));
+        const replayed = body.retryKeyHash !== undefined && spent;
+        spent = true;
         await new Promise((resolve) => setTimeout(resolve, 20));
-        return refreshed("a");
+        if (!replayed) return refreshed("a");
+        return Response.json(
+          { error: { code: "refresh_replayed", message: "This refresh was already made." } },
+          { status: 409 },
+        );
       }
       return Response.json({ configured: true, project: "p", storage: "s", secrets: [] });
     };
@@ -315,7 +323,11 @@ Deno.test("without Web Locks, two tabs refreshing with the same retry key keep t
     ]);
     assert.deepEqual(listed.map((outcome) => outcome.status), ["fulfilled", "fulfilled"]);
     assert.equal(keys.size, 1, "one retry key for both tries");
-    assert.deepEqual(shapes.sort(), ["refresh_token,retryKey", "refresh_token,retryKeyHash"]);
+    assert.deepEqual(shapes, [
+      "refresh_token,retryKeyHash",
+      "refresh_token,retryKeyHash",
+      "refresh_token,retryKey",
+    ]);
     assert.deepEqual(logouts, [], "the successor both tabs hold was not signed out");
     assert.equal((await first.getSession())?.refreshToken, "refresh-a2");
   } finally {

@@ -265,7 +265,8 @@ describeWithDatabase("the browser vault client", {
   ) {
     const { signedIn, client, lostAnswers } = await withLostRefreshAnswers(app, 2);
     assert.equal((await rejects(client.listSecrets())).code, "timeout");
-    // The key went into storage with the token, so the next refresh (any tab's) is a retry.
+    // The key went into storage with the token, so the next refresh (any tab's) is recognised:
+    // its first request, the key's hash, gets 409 refresh_replayed, and its retry the successor.
     assert.ok((await client.getSession())?.retryKey);
     await client.listSecrets();
     const session = await client.getSession();
@@ -273,6 +274,47 @@ describeWithDatabase("the browser vault client", {
     assert.equal(lostAnswers[1], lostAnswers[0], "both lost answers carried the same successor");
     assert.equal(session?.retryKey, undefined, "the new token's refresh gets a key of its own");
     await assertLive(app, signedIn.accessToken);
+  },
+
+  async "a refresh after one that failed offline spends the token with the key's hash, which replayed gets nothing"(
+    app,
+  ) {
+    const { client: signer, storage } = clientFor(app);
+    await signer.signIn(wallet().provider);
+    let online = false;
+    // What reached the service, and how it answered: a logging proxy's view.
+    const reached: { body: string; status: number }[] = [];
+    const { client } = clientFor(app, {
+      storage,
+      now: () => Date.now() + 3600_000,
+      fetch: async (input, init) => {
+        if (!online) throw new TypeError("Failed to fetch");
+        const answer = await app.fetch(String(input), init);
+        if (String(input).endsWith("/auth/refresh")) {
+          reached.push({ body: String(init?.body), status: answer.status });
+        }
+        return answer;
+      },
+    });
+    assert.equal((await rejects(client.listSecrets())).code, "network_error");
+    assert.ok((await client.getSession())?.retryKey, "the key stays with the unspent token");
+    online = true;
+    await client.listSecrets();
+    const spent = reached.filter((request) => request.status === 200);
+    assert.equal(spent.length, 1, JSON.stringify(reached));
+    assert.deepEqual(Object.keys(JSON.parse(spent[0].body)).sort(), [
+      "refresh_token",
+      "retryKeyHash",
+    ]);
+    const replay = await app.fetch("/api/auth/refresh", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: spent[0].body,
+    });
+    const replayed = await replay.text();
+    assert.equal(replay.status, 409, replayed);
+    assert.equal(JSON.parse(replayed).error.code, "refresh_replayed");
+    await assertLive(app, (await client.getSession())!.accessToken);
   },
 
   async "an access token the service calls expired is refreshed and the call retried"(app) {

@@ -6,33 +6,16 @@
  * answered as before. Every other vault route is one database call as well.
  */
 import assert from "node:assert/strict";
-import { createServiceContext } from "../functions/_shared/context.ts";
 import type { Database } from "../functions/_shared/db/db.ts";
 import { type Logger, silentLogger } from "../functions/_shared/http/log.ts";
-import { createLocalApp } from "../server/app.ts";
 import { bearer, signIn, TEST_ORIGIN, type TestApp } from "./support/app.ts";
 import { atCommit } from "./support/at-commit.ts";
+import { auditTrail, countedService } from "./support/counted-service.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 
 /** The app over a database whose every call (query, batch, transaction) is counted. */
 function countingApp(app: TestApp, log: Logger = silentLogger) {
-  const db = app.database.db;
-  let calls = 0;
-  const counted: Database = {
-    engine: db.engine,
-    query: (text, params) => (calls++, db.query(text, params)),
-    execScript: (script) => (calls++, db.execScript(script)),
-    transaction: (work) => (calls++, db.transaction(work)),
-    batch: (statements) => (calls++, db.batch(statements)),
-    queryOverlappingCommit: (
-      statement,
-      use,
-    ) => (calls++, db.queryOverlappingCommit(statement, use)),
-    close: () => db.close(),
-  };
-  const { handler } = createLocalApp(
-    createServiceContext(app.config, counted, log, { ownOrigins: [TEST_ORIGIN] }),
-  );
+  const { handler, calls } = countedService(app, log);
   return {
     /** The database calls made while the request was answered, and its response. */
     async send(method: string, path: string, token: string, body?: unknown) {
@@ -43,7 +26,7 @@ function countingApp(app: TestApp, log: Logger = silentLogger) {
       if (path.endsWith("/reveal")) {
         headers["x-service-server-secret"] = app.config.serverRevealToken;
       }
-      const before = calls;
+      const before = calls();
       const response = await handler(
         new Request(new URL(path, TEST_ORIGIN), {
           method,
@@ -52,18 +35,9 @@ function countingApp(app: TestApp, log: Logger = silentLogger) {
         }),
       );
       const text = await response.text();
-      return { status: response.status, body: JSON.parse(text), text, calls: calls - before };
+      return { status: response.status, body: JSON.parse(text), text, calls: calls() - before };
     },
   };
-}
-
-/** The creator's audit trail: each event's action and the types it names. */
-async function trail(app: TestApp, userId: string): Promise<[string, string[]][]> {
-  const rows = await app.database.db.query<{ action: string; secret_types: string[] }>(
-    "select action, secret_types from public.secret_events where user_id = $1 order by id",
-    [userId],
-  );
-  return rows.map((row) => [row.action, row.secret_types]);
 }
 
 describeWithDatabase("reveal audited in one round trip", {
@@ -107,7 +81,7 @@ describeWithDatabase("reveal audited in one round trip", {
     ]);
     // The reveal's event was in that one call: one event naming the types returned, in the spec's
     // order.
-    assert.deepEqual(await trail(app, creator.userId), [
+    assert.deepEqual(await auditTrail(app, creator.userId), [
       ["put", ["provider_b_key"]],
       ["put", ["provider_a_org_id"]],
       ["reveal", ["provider_a_org_id", "provider_b_key"]],
@@ -128,7 +102,7 @@ describeWithDatabase("reveal audited in one round trip", {
       });
       assert.deepEqual([answer.status, answer.body], [200, { secrets: [] }], answer.text);
     }
-    assert.deepEqual(await trail(app, creator.userId), [["put", ["provider_b_key"]]]);
+    assert.deepEqual(await auditTrail(app, creator.userId), [["put", ["provider_b_key"]]]);
   },
 
   async "a reveal whose audit cannot be written releases nothing"(app) {
@@ -151,7 +125,7 @@ describeWithDatabase("reveal audited in one round trip", {
     } finally {
       await db.query("alter table public.secret_events drop constraint refuse_reveals");
     }
-    assert.deepEqual(await trail(app, creator.userId), [["put", ["provider_c_key"]]]);
+    assert.deepEqual(await auditTrail(app, creator.userId), [["put", ["provider_c_key"]]]);
   },
 
   async "a reveal whose audit fails at commit releases nothing (on a server, it was decrypted)"(
@@ -173,7 +147,7 @@ describeWithDatabase("reveal audited in one round trip", {
     );
     assert.equal(answer.status, 500, answer.text);
     assert.ok(!answer.text.includes(value));
-    assert.deepEqual(await trail(app, creator.userId), [["put", ["provider_c_key"]]]);
+    assert.deepEqual(await auditTrail(app, creator.userId), [["put", ["provider_c_key"]]]);
   },
 
   async "a key failure is logged only for a reveal that committed"(app) {
@@ -237,7 +211,7 @@ describeWithDatabase("reveal audited in one round trip", {
     assert.deepEqual(unavailable.body.error.secretTypes, ["provider_e_key"]);
 
     // (The tampering above shows as 'rotate' events: updates that kept updated_at.)
-    const reveals = (await trail(app, creator.userId)).filter(([action]) =>
+    const reveals = (await auditTrail(app, creator.userId)).filter(([action]) =>
       action.startsWith("reveal")
     );
     assert.deepEqual(reveals, [

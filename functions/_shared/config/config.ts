@@ -113,6 +113,13 @@ export class ConfigError extends Error {
   }
 }
 
+/**
+ * How many clients' full shares a contract wallet's RPC cap must hold at least, so that using it up
+ * takes many client addresses, not a handful (one holder of an IPv6 /48 still has them: each /64
+ * is a client; docs/contract-wallets.md says why that is accepted).
+ */
+export const CLIENTS_TO_FILL_A_WALLET_CAP = 10;
+
 /** Settings production refuses to start without (fail closed). */
 export const REQUIRED_IN_PRODUCTION = [
   "DATABASE_URL (or SUPABASE_DB_URL)",
@@ -141,6 +148,16 @@ export function parseConfig(
   if (vars.CLIENT_IP_HEADER !== FORWARDED_FOR && (vars.CLIENT_IP_TRUSTED_HOPS ?? 1) !== 1) {
     // A single-address header has no hops to count; a count here means a misread setup.
     problems.push("CLIENT_IP_TRUSTED_HOPS applies only to CLIENT_IP_HEADER=x-forwarded-for");
+  }
+  if (
+    vars.RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE <
+      CLIENTS_TO_FILL_A_WALLET_CAP * vars.RATE_LIMIT_RPC_PER_ADDRESS_PER_CLIENT_PER_MINUTE
+  ) {
+    problems.push(
+      `RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE must be at least ${CLIENTS_TO_FILL_A_WALLET_CAP} times ` +
+        "RATE_LIMIT_RPC_PER_ADDRESS_PER_CLIENT_PER_MINUTE (a handful of clients would use a " +
+        "wallet's whole cap and lock its owner out)",
+    );
   }
   const chainRpcUrls = parseChainRpcUrls(vars.CHAIN_RPC_URLS, production, problems);
   const supabaseUrl = vars.SUPABASE_URL === undefined

@@ -6,22 +6,20 @@
  * deployed project's secrets stops it instead of opening it.
  */
 
+import { isLoopbackHostname } from "../http/loopback.ts";
+
 /** The settings that say where the project and its data are; each is checked when given. */
 const LOCATED_BY = ["SUPABASE_URL", "DATABASE_URL", "SUPABASE_DB_URL"] as const;
 
 /**
- * Hosts a local stack has: loopback (`localhost`, `*.localhost`, 127.0.0.0/8, `::1`), a name
- * without a dot (a container beside this one: `supabase functions serve` gives `http://kong:8000`
- * and a database at `db`), Docker's name for the host machine, and no host at all (a Unix socket).
+ * Hosts a local stack has: loopback (http/loopback.ts), a name without a dot (a container beside
+ * this one: `supabase functions serve` gives `http://kong:8000` and a database at `db`), Docker's
+ * name for the host machine, and no host at all (a Unix socket).
  */
 export function isLocalHost(hostname: string): boolean {
+  // A postgres:// URL's host is not lower-cased by the URL parser, and a trailing dot is allowed.
   const host = hostname.toLowerCase().replace(/\.$/, "");
-  if (host === "" || host === "localhost" || host.endsWith(".localhost")) return true;
-  if (host === "host.docker.internal") return true;
-  if (/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)) return true;
-  if (host === "[::1]" || /^\[::ffff:(7f[0-9a-f]{2}:[0-9a-f]{1,4}|127\.[\d.]+)\]$/.test(host)) {
-    return true;
-  }
+  if (host === "" || host === "host.docker.internal" || isLoopbackHostname(host)) return true;
   // A dotless name; an IP literal always has a dot or a colon (WHATWG URL reads a bare number as
   // IPv4 and writes it dotted, so `2130706433` is 127.0.0.1 above and `0` is 0.0.0.0, refused).
   return !host.includes(".") && !host.includes(":");

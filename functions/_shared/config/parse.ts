@@ -34,6 +34,17 @@ export function parseDatabaseUrl(
     problems.push(`${name} must be a postgres:// or postgresql:// URL`);
     return null;
   }
+  const unreadable = `${name} is not a valid URL: give one host, and percent-encode any of ` +
+    "# / ? % @ , in the user name and password";
+  // The driver takes the host after the first @ (where the URL parser takes the last), splits it
+  // at commas into hosts tried in turn, and decodes it: any of these would let the driver connect
+  // to a host the URL parser, and so the local-stack check, never saw.
+  const authority = url.slice(url.indexOf("://") + 3).split(/[?/]/)[0];
+  const host = authority.slice(authority.indexOf("@") + 1);
+  if (authority.split("@").length > 2 || authority.includes(",") || host.includes("%")) {
+    problems.push(unreadable);
+    return null;
+  }
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -47,10 +58,7 @@ export function parseDatabaseUrl(
       throw new TypeError();
     }
   } catch {
-    problems.push(
-      `${name} is not a valid URL: give one host, and percent-encode any of # / ? % @ in the ` +
-        "user name and password",
-    );
+    problems.push(unreadable);
     return null;
   }
   const pooler = parsed.port === "6543" || parsed.searchParams.get("pgbouncer") === "true";

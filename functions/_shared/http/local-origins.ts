@@ -7,26 +7,21 @@
  * can be signed in through it.
  */
 import type { AppEnv } from "../config/config.ts";
+import { isLoopbackHostname } from "./loopback.ts";
 
 /** Whether `appEnv` lets any loopback origin in (development and test; never production). */
 export function acceptsLoopbackOrigins(appEnv: AppEnv): boolean {
   return appEnv !== "production";
 }
 
-/**
- * An http(s) origin, exactly as a browser sends it, whose host is loopback by definition: browsers
- * resolve `localhost` and `*.localhost` to loopback themselves (RFC 6761), and 127.0.0.0/8 and
- * `[::1]` are loopback addresses. A name that merely resolves there (`127.0.0.1.nip.io`) is not.
- */
+/** An http(s) origin, exactly as a browser sends it, whose host is loopback (loopback.ts). */
 export function isLoopbackOrigin(origin: string | null): origin is string {
   if (origin === null) return false;
   const url = URL.parse(origin);
   // Only the serialised origin itself: no path, credentials, default port or upper case.
   if (url === null || url.origin !== origin) return false;
   if (url.protocol !== "http:" && url.protocol !== "https:") return false;
-  const host = url.hostname;
-  return host === "localhost" || host.endsWith(".localhost") || host === "[::1]" ||
-    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+  return isLoopbackHostname(url.hostname);
 }
 
 /**
