@@ -15,6 +15,8 @@ export interface MaskedSecret {
   readonly updatedAt: string;
   /** A short non-secret reminder of which key this is, when the service keeps one. */
   readonly hint?: string;
+  /** When a live run last revealed this value (since it was saved), ISO 8601 UTC; null if never. */
+  readonly lastUsedAt: string | null;
 }
 
 /** The body of `GET /secrets`. Without a session, `secrets` is empty. */

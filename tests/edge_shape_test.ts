@@ -409,6 +409,101 @@ Deno.test({
         },
       );
 
+      await t.step(
+        "creator controls: lock, the live run refused, unlock with a signature, sign the other device out, delete the account",
+        async () => {
+          const account = privateKeyToAccount(generatePrivateKey());
+          const session = await signIn("/functions/v1/api/auth", account);
+          const otherDevice = await signIn("/functions/v1/wallet-proof", account);
+          const token = session.access_token;
+          const value = `sk-edge-controls-${crypto.randomUUID()}`;
+          secretValues.push(value);
+          const saved = await call("/functions/v1/api/secrets", {
+            method: "PUT",
+            token,
+            body: { secretType: "provider_d_key", value },
+          });
+          assert.equal(saved.status, 200, JSON.stringify(saved.body));
+          /** The provider_d_key reveal through `path`, as a live run sends it. */
+          const reveal = (path: string) =>
+            call(path, {
+              method: "POST",
+              token,
+              serverToken: serverRevealToken,
+              body: { secretTypes: ["provider_d_key"] },
+            });
+          /** A fresh signature for `purpose`, asked through the api function. */
+          const signed = async (purpose: string) => {
+            const nonce = await call("/functions/v1/api/auth/confirm/nonce", {
+              method: "POST",
+              token,
+              body: { purpose },
+            });
+            assert.equal(nonce.status, 200, JSON.stringify(nonce.body));
+            const message = nonce.body.message as string;
+            return { message, signature: await account.signMessage({ message }) };
+          };
+
+          const locked = await call("/functions/v1/user-secrets/lock", { method: "POST", token });
+          assert.equal(locked.status, 200, JSON.stringify(locked.body));
+          for (
+            const path of ["/functions/v1/api/secrets/reveal", "/functions/v1/user-secrets/reveal"]
+          ) {
+            const refused = await reveal(path);
+            assert.equal(refused.status, 423, JSON.stringify(refused.body));
+            assert.equal((refused.body.error as { code: string }).code, "vault_locked");
+          }
+          const unlocked = await call("/functions/v1/api/secrets/unlock", {
+            method: "POST",
+            token,
+            body: await signed("unlock"),
+          });
+          assert.deepEqual([unlocked.status, unlocked.body], [200, { locked: false }]);
+          const revealed = await reveal("/functions/v1/user-secrets/reveal");
+          assert.equal(revealed.status, 200, JSON.stringify(revealed.body));
+          assert.equal((revealed.body.secrets as { value: string }[])[0].value, value);
+
+          const listed = await call("/functions/v1/api/secrets", { token });
+          const [entry] = listed.body.secrets as { lastUsedAt: string | null }[];
+          assert.notEqual(entry.lastUsedAt, null);
+          const activity = await call("/functions/v1/user-secrets/activity?limit=3", { token });
+          assert.deepEqual(
+            (activity.body.events as { kind: string }[]).map((event) => event.kind),
+            ["revealed", "unlocked", "reveal_refused"],
+          );
+
+          const sessions = await call("/functions/v1/wallet-proof/sessions", { token });
+          const other = (sessions.body.sessions as { id: string; current: boolean }[])
+            .find((listedSession) => !listedSession.current)!;
+          const signedOut = await call("/functions/v1/api/auth/sessions/sign-out", {
+            method: "POST",
+            token,
+            body: { ...await signed("sign_out_sessions"), sessionIds: [other.id] },
+          });
+          assert.deepEqual([signedOut.status, signedOut.body], [200, { signedOut: 1 }]);
+          const ended = await call("/functions/v1/api/secrets", {
+            token: otherDevice.access_token,
+          });
+          assert.equal(ended.status, 401);
+
+          const exported = await call("/functions/v1/api/account/export", { token });
+          assert.equal(exported.status, 200, JSON.stringify(exported.body));
+          assert.ok(!JSON.stringify(exported.body).includes(value));
+          const deleted = await call("/functions/v1/api/account", {
+            method: "DELETE",
+            token,
+            body: await signed("delete_account"),
+          });
+          assert.deepEqual([deleted.status, deleted.body], [200, { deleted: true }]);
+          const gone = await call("/functions/v1/api/secrets", { token });
+          assert.equal(gone.status, 401);
+          const again = await signIn("/functions/v1/api/auth", account);
+          assert.notEqual(again.user.id, session.user.id);
+          const empty = await call("/functions/v1/api/secrets", { token: again.access_token });
+          assert.deepEqual(empty.body.secrets, []);
+        },
+      );
+
       await t.step("the instances' logs hold no secret value, token or key", () => {
         const logs = edge.output();
         for (const secret of [...secretValues, serverRevealToken, env.JWT_SECRET, publishableKey]) {

@@ -173,8 +173,8 @@ Deno.test({
         async () => {
           const [grants] = await db.query<Record<string, boolean>>(
             `select
-             has_function_privilege('anon', 'public.sign_in_with_nonce(text, text, bytea, integer, integer, integer, bigint, bigint)', 'execute') as anon_sign_in,
-             has_function_privilege('authenticated', 'public.sign_in_with_nonce(text, text, bytea, integer, integer, integer, bigint, bigint)', 'execute') as authenticated_sign_in,
+             has_function_privilege('anon', 'public.sign_in_with_nonce(text, text, bytea, integer, integer, integer, bigint, bigint, text)', 'execute') as anon_sign_in,
+             has_function_privilege('authenticated', 'public.sign_in_with_nonce(text, text, bytea, integer, integer, integer, bigint, bigint, text)', 'execute') as authenticated_sign_in,
              has_function_privilege('authenticated', 'public.hit_rate_limit(text, integer)', 'execute') as authenticated_rate_limit,
              has_function_privilege('authenticated', 'public.put_user_secret(uuid, uuid, text, bytea, bytea, text, text, integer, integer)', 'execute') as authenticated_put,
              has_function_privilege('authenticated', 'public.reveal_user_secrets(uuid, uuid, text[], text, integer, integer, integer)', 'execute') as authenticated_reveal,
@@ -288,6 +288,51 @@ Deno.test({
         assert.equal(report.rotated, 2, "the remaining row of each creator");
         assert.deepEqual(report.rowsByKeyId, { k2: 2 });
       });
+
+      await t.step(
+        "creator controls run as that role: lock, refused reveal, unlock, sessions, delete",
+        async () => {
+          const creator = await signIn(app);
+          const token = creator.accessToken;
+          await ok(send(app, "PUT", "/api/secrets", token, {
+            secretType: "provider_b_key",
+            value: `sk-controls-${crypto.randomUUID()}`,
+          }));
+          await ok(send(app, "POST", "/api/secrets/lock", token));
+          const refused = await send(app, "POST", "/api/secrets/reveal", token, {});
+          assert.equal(refused.status, 423);
+          assert.equal((await refused.json()).error.code, "vault_locked");
+          /** The message of a fresh nonce for `purpose`, signed by the creator's wallet. */
+          const signed = async (purpose: string) => {
+            const { message } = await ok(
+              send(app, "POST", "/api/auth/confirm/nonce", token, { purpose }),
+            );
+            return { message, signature: await creator.account.signMessage({ message }) };
+          };
+          await ok(send(app, "POST", "/api/secrets/unlock", token, await signed("unlock")));
+          await ok(send(app, "POST", "/api/secrets/reveal", token, {}));
+          const { sessions } = await ok(send(app, "GET", "/api/auth/sessions", token));
+          assert.deepEqual(sessions.map((s: { current: boolean }) => s.current), [true]);
+          const { events } = await ok(send(app, "GET", "/api/secrets/activity", token));
+          assert.deepEqual(events.map((e: { kind: string }) => e.kind), [
+            "revealed",
+            "unlocked",
+            "reveal_refused",
+            "locked",
+            "saved",
+          ]);
+          await ok(send(app, "GET", "/api/account/export", token));
+          assert.deepEqual(
+            await ok(send(app, "DELETE", "/api/account", token, await signed("delete_account"))),
+            { deleted: true },
+          );
+          const [kept] = await db.query<{ n: number }>(
+            "select count(*)::int as n from public.secret_events where user_id = $1",
+            [creator.userId],
+          );
+          assert.equal(kept.n, 6, "the trail outlives the account, the deletion last");
+        },
+      );
 
       await t.step({
         name: "the pgTAP files pass with pg_prove connected as that role (as `supabase test db`)",

@@ -7,11 +7,10 @@
  */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { createServiceContext } from "../functions/_shared/context.ts";
-import type { Database } from "../functions/_shared/db/db.ts";
 import type { LogFields, Logger } from "../functions/_shared/http/log.ts";
-import { createLocalApp } from "../server/app.ts";
+import { createOverBudgetClients } from "../functions/user-secrets/reveal-token.ts";
 import { bearer, type SignedIn, signIn, TEST_ORIGIN, type TestApp } from "./support/app.ts";
+import { auditTrail, countedService } from "./support/counted-service.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 
 const BUDGET = 3;
@@ -45,28 +44,12 @@ interface RevealTry {
  * budget) over the test's database, with every log line kept and every database call counted.
  */
 function serviceProcess(app: TestApp) {
-  const db = app.database.db;
-  let calls = 0;
-  const counted: Database = {
-    engine: db.engine,
-    query: (text, params) => (calls++, db.query(text, params)),
-    execScript: (script) => (calls++, db.execScript(script)),
-    transaction: (work) => (calls++, db.transaction(work)),
-    batch: (statements) => (calls++, db.batch(statements)),
-    queryOverlappingCommit: (
-      statement,
-      use,
-    ) => (calls++, db.queryOverlappingCommit(statement, use)),
-    close: () => db.close(),
-  };
   const lines: LogLine[] = [];
   const log: Logger = {
     info: (event, fields = {}) => lines.push({ level: "info", event, fields }),
     error: (event, fields = {}) => lines.push({ level: "error", event, fields }),
   };
-  const { handler } = createLocalApp(
-    createServiceContext(app.config, counted, log, { ownOrigins: [TEST_ORIGIN] }),
-  );
+  const { handler, calls } = countedService(app, log);
   return {
     lines,
     async reveal({ client, serverToken, session, forwardedFor }: RevealTry) {
@@ -76,7 +59,7 @@ function serviceProcess(app: TestApp) {
       };
       if (session !== undefined) headers.authorization = `Bearer ${session}`;
       if (serverToken !== null) headers["x-service-server-secret"] = serverToken;
-      const before = calls;
+      const before = calls();
       const response = await handler(
         new Request(new URL("/api/secrets/reveal", TEST_ORIGIN), {
           method: "POST",
@@ -90,7 +73,7 @@ function serviceProcess(app: TestApp) {
         code: (JSON.parse(text) as { error?: { code: string } }).error?.code ?? null,
         retryAfter: response.headers.get("retry-after"),
         text,
-        calls: calls - before,
+        calls: calls() - before,
       };
     },
   };
@@ -111,14 +94,6 @@ async function putValue(app: TestApp, creator: SignedIn, value: string) {
     body: JSON.stringify({ secretType: "provider_b_key", value }),
   });
   assert.equal(response.status, 200, await response.text());
-}
-
-async function trail(app: TestApp, userId: string): Promise<[string, string[]][]> {
-  const rows = await app.database.db.query<{ action: string; secret_types: string[] }>(
-    "select action, secret_types from public.secret_events where user_id = $1 order by id",
-    [userId],
-  );
-  return rows.map((row) => [row.action, row.secret_types]);
 }
 
 /** Every form of a token's hash a log line or an event could carry. */
@@ -260,7 +235,9 @@ describeWithDatabase("wrong reveal tokens", {
     ]);
   },
 
-  async "each refusal is a log line naming the client, never the token or a hash of it"(app) {
+  async "each refusal within the budget, and the first over it, is a log line naming the client, never the token or a hash of it"(
+    app,
+  ) {
     await awayFromWindowEdge();
     const service = serviceProcess(app);
     const creator = await signIn(app);
@@ -278,10 +255,12 @@ describeWithDatabase("wrong reveal tokens", {
         [client, creator.userId, "wrong", false],
         [client, creator.userId, "wrong", false],
         [client, creator.userId, "wrong", true],
-        [client, creator.userId, "wrong", true],
         ["203.0.113.51", null, "wrong", false],
       ],
     );
+    // The refusals after the first over the budget are only counted, for one line when the
+    // window ends (below, with a clock).
+    assert.ok(!service.lines.some((line) => line.event === "reveal_refusals_over_budget"));
     const logged = JSON.stringify(service.lines);
     for (const token of [app.config.serverRevealToken, ...sent.filter((t) => t !== null)]) {
       for (const form of [token, token.slice(0, 12), ...hashesOf(token)]) {
@@ -329,7 +308,7 @@ describeWithDatabase("wrong reveal tokens", {
     });
     assert.equal(refused.status, 403);
     // Nothing was read, so the event names no type; nor does it hold anything of the token.
-    assert.deepEqual(await trail(app, creator.userId), [["reveal_refused", []]]);
+    assert.deepEqual(await auditTrail(app, creator.userId), [["reveal_refused", []]]);
     const [row] = await app.database.db.query<Record<string, unknown>>(
       "select * from public.secret_events where user_id = $1",
       [creator.userId],
@@ -369,8 +348,67 @@ describeWithDatabase("wrong reveal tokens", {
     );
     assert.deepEqual(statuses, [403, 403, 403, 429, 429, 429, 429]);
     assert.deepEqual(
-      await trail(app, creator.userId),
+      await auditTrail(app, creator.userId),
       Array.from({ length: BUDGET + 1 }, () => ["reveal_refused", []]),
     );
   },
+
+  async "many clients with one creator's session add at most one refusal over the budget to that creator's trail"(
+    app,
+  ) {
+    await awayFromWindowEdge();
+    const service = serviceProcess(app);
+    const creator = await signIn(app);
+    const statuses: number[] = [];
+    for (let i = 1; i <= BUDGET + 3; i++) {
+      // One guess from each of many /64s of one IPv6 block: every client within its own budget.
+      const answer = await service.reveal({
+        client: `2001:db8:0:${i}::1`,
+        serverToken: "guess",
+        session: creator.accessToken,
+      });
+      statuses.push(answer.status);
+    }
+    assert.deepEqual(statuses, Array.from({ length: BUDGET + 3 }, () => 403));
+    assert.deepEqual(
+      await auditTrail(app, creator.userId),
+      Array.from({ length: BUDGET + 1 }, () => ["reveal_refused", []]),
+    );
+    // Each is still a log line, saying whether it was recorded.
+    assert.deepEqual(
+      service.lines.filter((line) => line.event === "reveal_refused")
+        .map(({ fields }) => fields.recorded),
+      [...Array.from({ length: BUDGET + 1 }, () => true), false, false],
+    );
+    // Another creator's trail has a budget of its own.
+    const other = await signIn(app);
+    await service.reveal({
+      client: "2001:db8:0:99::1",
+      serverToken: "guess",
+      session: other.accessToken,
+    });
+    assert.deepEqual(await auditTrail(app, other.userId), [["reveal_refused", []]]);
+  },
 }, { RATE_LIMIT_WRONG_REVEAL_TOKENS_PER_MINUTE: String(BUDGET) });
+
+Deno.test("refusals over the budget are one log line per client and window, with their count", () => {
+  let clock = 1_000_000;
+  const over = createOverBudgetClients(() => clock);
+  over.add("203.0.113.80", 30);
+  over.add("203.0.113.81", 45);
+  for (let i = 0; i < 5; i++) assert.equal(over.retryAfter("203.0.113.80"), 30);
+  assert.equal(over.retryAfter("203.0.113.81"), 45);
+  assert.equal(over.retryAfter("203.0.113.82"), null, "a client not over is not counted");
+  assert.deepEqual(over.ended(), [], "nothing while the windows last");
+  clock += 30_000;
+  assert.deepEqual(over.ended(), [{ client: "203.0.113.80", refusals: 5 }]);
+  assert.deepEqual(over.ended(), [], "each window's count once");
+  clock += 15_000;
+  // The client's own next try after its window hands its count over too.
+  assert.equal(over.retryAfter("203.0.113.81"), null);
+  assert.deepEqual(over.ended(), [{ client: "203.0.113.81", refusals: 1 }]);
+  // A client over again in a new window starts a new count; one with none gives no line.
+  over.add("203.0.113.80", 60);
+  clock += 60_000;
+  assert.deepEqual(over.ended(), []);
+});

@@ -191,10 +191,20 @@ describeWithDatabase("secret vault", {
     const listed = await ok(list(app.fetch, token));
     assert.deepEqual(listed.secretTypes, SECRET_TYPES);
     assert.equal(listed.configured, true);
-    // The spec's type order, not insertion order; a hint only for the long value.
+    // The spec's type order, not insertion order; a hint only for the long value; no live run
+    // has used either yet.
     assert.deepEqual(listed.secrets, [
-      { secretType: "provider_a_org_id", updatedAt: listed.secrets[0].updatedAt },
-      { secretType: "provider_b_key", updatedAt: saved.updatedAt, hint: `…${key.slice(-4)}` },
+      {
+        secretType: "provider_a_org_id",
+        updatedAt: listed.secrets[0].updatedAt,
+        lastUsedAt: null,
+      },
+      {
+        secretType: "provider_b_key",
+        updatedAt: saved.updatedAt,
+        hint: `…${key.slice(-4)}`,
+        lastUsedAt: null,
+      },
     ]);
     assert.match(listed.secrets[0].updatedAt, ISO_UTC);
 
@@ -251,7 +261,7 @@ describeWithDatabase("secret vault", {
     // The short value left no hint behind from the long one it replaced.
     assert.deepEqual(
       Object.keys((await ok(list(app.fetch, creator.accessToken))).secrets[0]).sort(),
-      ["secretType", "updatedAt"],
+      ["lastUsedAt", "secretType", "updatedAt"],
     );
   },
 
@@ -360,7 +370,8 @@ describeWithDatabase("secret vault", {
     const anonymous = await (await list(app.fetch)).text();
     const mine = await (await list(app.fetch, creator.accessToken)).text();
     const body = JSON.parse(mine);
-    // Each entry is its type, its time and at most the hint: "…" and the last four characters.
+    // Each entry is its type, its time, its last use and at most the hint: "…" and the last four
+    // characters.
     assert.deepEqual(
       body.secrets.map(({ updatedAt, ...entry }: { updatedAt: string }) => {
         assert.match(updatedAt, ISO_UTC);
@@ -369,8 +380,8 @@ describeWithDatabase("secret vault", {
       SECRET_TYPES.map((secretType) => {
         const chars = Array.from(stored[secretType]!);
         return chars.length >= 16
-          ? { secretType, hint: `…${chars.slice(-4).join("")}` }
-          : { secretType };
+          ? { secretType, hint: `…${chars.slice(-4).join("")}`, lastUsedAt: null }
+          : { secretType, lastUsedAt: null };
       }),
     );
     for (const value of Object.values(stored)) {
@@ -406,9 +417,9 @@ describeWithDatabase("secret vault", {
     assert.deepEqual(
       listed.secrets.map(({ updatedAt: _, ...entry }: { updatedAt: string }) => entry),
       [
-        { secretType: "provider_b_key", hint: `…${kept.slice(-4)}` },
-        { secretType: "provider_c_key" },
-        { secretType: "provider_d_key" },
+        { secretType: "provider_b_key", hint: `…${kept.slice(-4)}`, lastUsedAt: null },
+        { secretType: "provider_c_key", lastUsedAt: null },
+        { secretType: "provider_d_key", lastUsedAt: null },
       ],
     );
   },
@@ -946,10 +957,11 @@ describeWithDatabase("secret vault", {
     );
 
     const trail = await events(app, creator.userId);
-    // One event per reveal, naming every type it read; the refused one read nothing.
+    // One event per reveal, naming every type it read; the refused one read nothing. A second
+    // save of a type is a replacement.
     assert.deepEqual(trail.map((e) => [e.action, e.secret_types]), [
       ["put", ["provider_b_key"]],
-      ["put", ["provider_b_key"]],
+      ["replace", ["provider_b_key"]],
       ["put", ["provider_c_key"]],
       ["reveal", ["provider_b_key", "provider_c_key"]],
       ["delete", ["provider_b_key"]],

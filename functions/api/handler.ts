@@ -8,7 +8,8 @@
  */
 import type { ServiceContext } from "../_shared/context.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
-import { type FunctionHandler, type Handler, subpath } from "../_shared/http/router.ts";
+import { json } from "../_shared/http/responses.ts";
+import { type FunctionHandler, type Handler, router, subpath } from "../_shared/http/router.ts";
 import {
   createUserSecretsHandler,
   FUNCTION_NAME as USER_SECRETS,
@@ -17,6 +18,7 @@ import {
   createWalletProofHandler,
   FUNCTION_NAME as WALLET_PROOF,
 } from "../wallet-proof/handler.ts";
+import { OPENAPI_PATH, type OpenApiDocument, openApiDocument } from "./openapi.ts";
 
 export const FUNCTION_NAME = "api";
 
@@ -46,15 +48,47 @@ export const API_ROUTES: Readonly<Record<string, readonly [string, string]>> = {
   "/auth/logout": [WALLET_PROOF, "/logout"],
   "/secrets": [USER_SECRETS, ""],
   "/secrets/reveal": [USER_SECRETS, "/reveal"],
+  // The creator's controls (docs/api.md#creator-controls).
+  "/auth/confirm/nonce": [WALLET_PROOF, "/confirm/nonce"],
+  "/auth/sessions": [WALLET_PROOF, "/sessions"],
+  "/auth/sessions/sign-out": [WALLET_PROOF, "/sessions/sign-out"],
+  "/secrets/activity": [USER_SECRETS, "/activity"],
+  "/secrets/lock": [USER_SECRETS, "/lock"],
+  "/secrets/unlock": [WALLET_PROOF, "/unlock"],
+  "/account": [WALLET_PROOF, "/account"],
+  "/account/export": [USER_SECRETS, "/export"],
 };
 
 /** Handlers by function name; the proxy hands each the path below its name beside the request. */
 export type FunctionHandlers = Readonly<Record<string, FunctionHandler>>;
 
+/** The OpenAPI description of every route (openapi.ts), for API_ROUTES. */
+export function apiDescription(): OpenApiDocument {
+  return openApiDocument(API_ROUTES);
+}
+
+/**
+ * GET /api/openapi.json: the description, built on first request (it depends on code alone). Any
+ * origin may read it: it is public, and tools (an API catalogue, a docs page) load it from theirs.
+ */
+function describedRoute(): FunctionHandler {
+  let document: OpenApiDocument | undefined;
+  return router(FUNCTION_NAME, [{
+    method: "GET",
+    path: OPENAPI_PATH,
+    handle() {
+      document ??= apiDescription();
+      return Promise.resolve(json(document, 200, { "access-control-allow-origin": "*" }));
+    },
+  }]);
+}
+
 export function createApiHandler(functions: FunctionHandlers): Handler {
+  const description = describedRoute();
   // deno-lint-ignore require-await
   return async (request) => {
     const path = subpath(request.url, FUNCTION_NAME);
+    if (path === OPENAPI_PATH) return description(request, path);
     const target = path === null ? undefined : API_ROUTES[path];
     if (target === undefined) throw new ServiceError("not_found", "No such route.");
     const [functionName, functionPath] = target;

@@ -6,6 +6,7 @@ import { readJson, requireSessionToken } from "../_shared/http/bodies.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import { json } from "../_shared/http/responses.ts";
 import type { Handler } from "../_shared/http/router.ts";
+import type { DeleteResult } from "./answers.ts";
 import { parseDeleteRequest } from "./requests.ts";
 import { deleteSecret, vaultLimits } from "./vault-store.ts";
 
@@ -25,6 +26,6 @@ export function deleteRoute({ db, sessions, config }: DeleteDeps): Handler {
         secretType,
       });
     }
-    return json({ secretType, deleted: true });
+    return json({ secretType, deleted: true } satisfies DeleteResult);
   };
 }

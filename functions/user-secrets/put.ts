@@ -6,6 +6,7 @@ import { readJson, requireSessionToken } from "../_shared/http/bodies.ts";
 import { json } from "../_shared/http/responses.ts";
 import type { Handler } from "../_shared/http/router.ts";
 import type { Keyring } from "../_shared/vault/vault-crypto.ts";
+import type { SaveResult } from "./answers.ts";
 import { hintFor, parsePutRequest } from "./requests.ts";
 import { putSecret, vaultLimits } from "./vault-store.ts";
 
@@ -32,6 +33,6 @@ export function putRoute({ db, sessions, keyring, config }: PutDeps): Handler {
       hintFor(value),
       limits,
     );
-    return json({ secretType, updatedAt: updatedAt.toISOString(), created });
+    return json({ secretType, updatedAt: updatedAt.toISOString(), created } satisfies SaveResult);
   };
 }

@@ -7,6 +7,7 @@ import { z } from "zod";
 import { ServiceError } from "../_shared/http/errors.ts";
 import { type Issue, parseRequest } from "../_shared/http/request-issues.ts";
 import { SECRET_TYPES, type SecretType } from "../_shared/vault/secret-types.ts";
+import { secretTypeSchema } from "../_shared/vault/secret-type-schema.ts";
 
 export const MAX_VALUE_CHARACTERS = 4096;
 /** Values at least this long get a hint: "…" and their last four characters. */
@@ -22,7 +23,7 @@ const PRINTABLE_ASCII = /^[\x21-\x7e]*$/;
 
 const characters = (value: string) => Array.from(value).length;
 
-const secretType = z.enum(SECRET_TYPES);
+const secretType = secretTypeSchema;
 
 const secretValue = z.string({ error: "value must be a string." })
   .refine((v) => v.trim().length > 0, { error: "value must not be empty or blank.", abort: true })
@@ -39,9 +40,9 @@ const secretValue = z.string({ error: "value must be a string." })
       "accented or non-Latin letters, or invisible characters such as zero-width spaces.",
   });
 
-const putBody = z.strictObject({ secretType, value: secretValue });
-const deleteBody = z.strictObject({ secretType });
-const revealBody = z.strictObject({ secretTypes: z.array(secretType).optional() });
+export const putBody = z.strictObject({ secretType, value: secretValue });
+export const deleteBody = z.strictObject({ secretType });
+export const revealBody = z.strictObject({ secretTypes: z.array(secretType).optional() });
 
 export interface PutRequest {
   readonly secretType: SecretType;

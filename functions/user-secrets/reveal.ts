@@ -14,6 +14,7 @@ import { json } from "../_shared/http/responses.ts";
 import type { Handler } from "../_shared/http/router.ts";
 import type { SecretType } from "../_shared/vault/secret-types.ts";
 import { type KeyFailure, keyFailure, type Keyring } from "../_shared/vault/vault-crypto.ts";
+import type { RevealAnswer } from "./answers.ts";
 import { parseRevealRequest } from "./requests.ts";
 import {
   createOverBudgetClients,
@@ -64,6 +65,13 @@ export function revealRoute({ db, sessions, keyring, log, config }: RevealDeps):
    */
   async function refuse(request: Request, presented: PresentedToken): Promise<never> {
     const client = clientIp(request, config.clientIp);
+    const known = overBudget.retryAfter(client);
+    for (const { client: over, refusals } of overBudget.ended()) {
+      // One line per client and window for the refusals past its first one over the budget.
+      log.info("reveal_refusals_over_budget", { client: over, refusals });
+    }
+    // Already over in this window: refused without the database, logged in that line.
+    if (known !== null) throw rateLimited(known);
     let session: VerifiedSession | null = null;
     try {
       session = await sessions.verifyToken(requireSessionToken(request, config.publicApiKeys));
@@ -71,12 +79,6 @@ export function revealRoute({ db, sessions, keyring, log, config }: RevealDeps):
       if (!(error instanceof ServiceError)) throw error;
     }
     const fields = { client, reason: presented, user_id: session?.userId ?? null };
-    const known = overBudget.retryAfter(client);
-    if (known !== null) {
-      // Already over in this window: refused without the database, and not recorded again.
-      log.info("reveal_refused", { ...fields, limited: true, recorded: false });
-      throw rateLimited(known);
-    }
     let refusal: RevealRefusal;
     try {
       refusal = await refuseReveal(db, wrongTokenBucket(client), session, refusalsPerMinute);
@@ -167,7 +169,7 @@ export function revealRoute({ db, sessions, keyring, log, config }: RevealDeps):
       });
       throw decryptionFailure(failed);
     }
-    return json({ secrets: revealed });
+    return json({ secrets: revealed } satisfies RevealAnswer);
   };
 }
 

@@ -11,6 +11,7 @@ import { type Database, type Queryable, queryWithoutWaitingForFlush } from "../_
 import { rateLimited } from "../_shared/auth/rate-limit.ts";
 import { SECRET_TYPES, type SecretType } from "../_shared/vault/secret-types.ts";
 import { sessionEnded, type VerifiedSession } from "../_shared/auth/session-tokens.ts";
+import { ServiceError } from "../_shared/http/errors.ts";
 import type { SealedSecret } from "../_shared/vault/vault-crypto.ts";
 
 /** Every vault limit counts per minute, like sign-in's. */
@@ -47,13 +48,25 @@ type Outcome = { outcome: string; retry_after: number | null };
 function refused(row: Outcome): never {
   if (row.outcome === "rate_limited") throw rateLimited(row.retry_after ?? 1);
   if (row.outcome === "session_revoked") throw sessionEnded();
+  if (row.outcome === "vault_locked") throw vaultLocked();
   throw new Error(`unexpected vault outcome ${row.outcome}`);
+}
+
+/** A reveal refused while the creator has locked live-run access (lock.ts). */
+export function vaultLocked(): ServiceError {
+  return new ServiceError(
+    "vault_locked",
+    "The creator has locked live-run access to these keys; only the creator can unlock it, " +
+      "with a wallet signature.",
+  );
 }
 
 export type MaskedRow = {
   readonly secret_type: SecretType;
   readonly updated_at: Date;
   readonly hint: string | null;
+  /** When a live run last revealed it since it was saved; null if never. */
+  readonly last_used_at: Date | null;
 };
 
 /**
@@ -64,7 +77,7 @@ export type MaskedRow = {
  */
 export async function listSecrets(db: Queryable, session: VerifiedSession): Promise<MaskedRow[]> {
   const rows = await db.query<MaskedRow & { live: boolean }>(
-    `select live, secret_type, updated_at, hint
+    `select live, secret_type, updated_at, hint, last_used_at
        from public.list_user_secrets($1, $2, $3, $4::text[])`,
     [JSON.stringify(session.claims), session.sessionId, session.userId, SECRET_TYPES],
   );
@@ -126,8 +139,8 @@ export async function deleteSecret(
  * The stored rows of `secretTypes`, in that order, read in the statement that writes their
  * 'reveal' event, and handed to `open` as they arrive, while that statement's COMMIT is under way.
  * What `open` makes is returned only once the commit succeeded: nothing made from the rows leaves
- * before the event is durable, and a refusal (an ended session, a limit) throws after its
- * count was committed.
+ * before the event is durable, and a refusal (an ended session, a limit, a locked vault) throws
+ * after its count (and a locked vault's refused-reveal event) was committed.
  */
 export function readForReveal<R>(
   db: Database,

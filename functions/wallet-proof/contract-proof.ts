@@ -132,6 +132,12 @@ export function nonceRefusal(outcome: string): ServiceError {
         "nonce_mismatch",
         "This nonce was issued for another address or chain; request one for this wallet.",
       );
+    case "nonce_purpose":
+      // Issued for one act (or for sign-in) and presented for another (fresh-signature.ts).
+      return new ServiceError(
+        "purpose_mismatch",
+        "This nonce was issued for another purpose; request one for this.",
+      );
     default:
       throw new Error(`unexpected sign-in outcome ${outcome}`);
   }

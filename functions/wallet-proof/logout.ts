@@ -9,7 +9,7 @@ import { noContent } from "../_shared/http/responses.ts";
 import type { Handler } from "../_shared/http/router.ts";
 
 /** "local" (the default): this session; "global": every session of the creator. */
-const logoutRequest = z.strictObject({ scope: z.enum(["local", "global"]).optional() });
+export const logoutRequest = z.strictObject({ scope: z.enum(["local", "global"]).optional() });
 
 export interface LogoutDeps {
   readonly db: Database;

@@ -16,6 +16,7 @@ import { acceptsLoopbackOrigins, signInOriginsFor } from "../_shared/http/local-
 import { parseRequest } from "../_shared/http/request-issues.ts";
 import { json } from "../_shared/http/responses.ts";
 import type { Handler } from "../_shared/http/router.ts";
+import type { NonceAnswer } from "./answers.ts";
 import { requireOrigins } from "./session-answer.ts";
 
 export const nonceRequest = z.strictObject({
@@ -135,7 +136,7 @@ export function nonceRoute({ db, config, signInOrigins }: NonceDeps): Handler {
       expirationTime: row.expires_at,
       statement,
     };
-    return json({
+    const answer: NonceAnswer = {
       nonce,
       issuedAt: row.issued_at.toISOString(),
       expiresAt: row.expires_at.toISOString(),
@@ -147,6 +148,7 @@ export function nonceRoute({ db, config, signInOrigins }: NonceDeps): Handler {
       ...(body.address === undefined ? {} : {
         message: buildSiweMessage({ ...fields, address: checksumAddress(body.address) }),
       }),
-    });
+    };
+    return json(answer);
   };
 }

@@ -28,7 +28,7 @@ import { parseRequest } from "../_shared/http/request-issues.ts";
 import type { Handler } from "../_shared/http/router.ts";
 import { sessionAnswer } from "./session-answer.ts";
 
-const refreshRequest = z.strictObject({
+export const refreshRequest = z.strictObject({
   refresh_token: z.string().min(1).max(200),
   /** The first try's: SHA-256 of a random key, new for each token's refresh. */
   retryKeyHash: z.string().regex(

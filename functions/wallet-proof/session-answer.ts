@@ -4,6 +4,7 @@ import { checksumAddress } from "../_shared/auth/eth.ts";
 import type { SessionTokens } from "../_shared/auth/session-tokens.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import { json } from "../_shared/http/responses.ts";
+import type { SessionAnswer } from "./answers.ts";
 
 /** The origins a sign-in message may name (nonce, proof); none configured refuses sign-in. */
 export function requireOrigins(signInOrigins: readonly string[]): readonly string[] {
@@ -30,12 +31,13 @@ export async function sessionAnswer(
     sessionId: creator.sessionId,
     walletAddress: checksummed,
   });
-  return json({
+  const answer: SessionAnswer = {
     access_token: accessToken,
     token_type: "bearer",
     expires_in: config.accessTokenTtlSeconds,
     expires_at: expiresAt,
     refresh_token: refreshToken,
     user: { id: creator.userId, wallet_address: checksummed },
-  });
+  };
+  return json(answer);
 }

@@ -4,7 +4,8 @@
 -- thousand guesses a second from one client met no limit and left no trace. Now each such refusal
 -- is one call of public.refuse_reveal: it counts the try against the client address's budget and,
 -- when the request carried a live session, writes a 'reveal_refused' event for that session's
--- creator, so the creator's trail shows the attempt. A right token never reaches this function.
+-- creator, so the creator's trail shows the attempt (within a budget per client and per creator).
+-- A right token never reaches this function.
 --
 -- A refused reveal has read nothing (the request's body is not even read), so its event names no
 -- type: the one kind of event whose secret_types may be empty. The constraints are replaced in
@@ -21,10 +22,12 @@ alter table public.secret_events
 
 -- Counts one refused reveal against `client_bucket` (the client address's budget) and, while the
 -- window's count is at most one over `refusal_limit` and `session_id` names a live session of
--- `user_id`, records a 'reveal_refused' event for that creator: refusals past the first one over
--- the limit are counted but not recorded, so a flood cannot grow the trail without bound. The
--- caller passes null for the session when the request carried no valid one. Returns the window's
--- count, the seconds left in it, and whether an event was written.
+-- `user_id`, counts it against that creator's budget too and, while that count is also at most
+-- one over the limit, records a 'reveal_refused' event for the creator. Refusals past the first
+-- one over either limit are counted but not recorded, so neither one client nor many (every /64
+-- of an IPv6 block is a client) can grow a creator's trail without bound. The caller passes null
+-- for the session when the request carried no valid one. Returns the client's count in the window,
+-- the seconds left in it, and whether an event was written.
 create function public.refuse_reveal(
   client_bucket text,
   refusal_limit integer,
@@ -38,15 +41,21 @@ create function public.refuse_reveal(
   #variable_conflict use_column
   declare
     attempt record;
+    creator_hits integer;
   begin
     select * into attempt
       from public.hit_rate_limit(refuse_reveal.client_bucket, refuse_reveal.window_seconds);
     if refuse_reveal.session_id is not null and attempt.hits <= refuse_reveal.refusal_limit + 1
       and public.session_is_live_for(refuse_reveal.session_id, refuse_reveal.user_id) then
-      insert into public.secret_events (user_id, secret_types, action)
-        values (refuse_reveal.user_id, '{}', 'reveal_refused');
-      return query select attempt.hits, greatest(1, attempt.retry_after), true;
-      return;
+      select limited.hits into creator_hits from public.hit_rate_limit(
+        'vault:reveal:refused:user:' || refuse_reveal.user_id, refuse_reveal.window_seconds
+      ) limited;
+      if creator_hits <= refuse_reveal.refusal_limit + 1 then
+        insert into public.secret_events (user_id, secret_types, action)
+          values (refuse_reveal.user_id, '{}', 'reveal_refused');
+        return query select attempt.hits, greatest(1, attempt.retry_after), true;
+        return;
+      end if;
     end if;
     return query select attempt.hits, greatest(1, attempt.retry_after), false;
   end

@@ -9,6 +9,7 @@ import type { Database } from "../../functions/_shared/db/db.ts";
 import { silentLogger } from "../../functions/_shared/http/log.ts";
 import { createLocalApp, LOCAL_ANON_KEY, type LocalApp } from "../../server/app.ts";
 import { generateDevKeys } from "../../server/dev-keys.ts";
+import { assertContractKept, checkedApp } from "./contract.ts";
 import { type Engine, openTestDatabase, type TestDatabase } from "./database.ts";
 
 /** The origin tests pretend the local server runs on; sign-in messages are bound to it. */
@@ -49,7 +50,15 @@ export async function startTestApp(
   env: Record<string, string> = {},
 ): Promise<TestApp> {
   const database = await openTestDatabase(engine);
-  return { ...appOn(database.db, env, database.url), database, close: () => database.close() };
+  const { app, contractKept } = checkedAppOn(database.db, env, database.url);
+  return {
+    ...app,
+    database,
+    async close() {
+      await database.close();
+      contractKept();
+    },
+  };
 }
 
 /**
@@ -61,10 +70,28 @@ export function appOn(
   env: Record<string, string> = {},
   url: string | null = null,
 ): TestApp {
+  const { app, contractKept } = checkedAppOn(db, env, url);
+  return {
+    ...app,
+    async close() {
+      await db.close();
+      contractKept();
+    },
+  };
+}
+
+/** appOn's app, and a check that throws the answers that broke docs/openapi.json. */
+function checkedAppOn(
+  db: Database,
+  env: Record<string, string>,
+  url: string | null,
+): { app: TestApp; contractKept: () => void } {
   const config = parseConfig(testEnv(env));
   const context = createServiceContext(config, db, silentLogger, { ownOrigins: [TEST_ORIGIN] });
-  const app = createLocalApp(context);
-  return {
+  // Every answer is checked against docs/openapi.json (contract.ts); a violation fails the test.
+  const checked = checkedApp(createLocalApp(context));
+  const { app } = checked;
+  const testApp: TestApp = {
     engine: db.engine,
     config,
     context,
@@ -79,6 +106,7 @@ export function appOn(
     },
     close: () => db.close(),
   };
+  return { app: testApp, contractKept: () => assertContractKept(checked) };
 }
 
 export interface SignedIn {

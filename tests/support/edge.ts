@@ -9,6 +9,7 @@
  * edge runtime's isolate recycling, wall-clock, CPU and memory limits.
  */
 import { FUNCTION_NAMES } from "../../functions/api/handler.ts";
+import { contractViolation } from "./contract.ts";
 import type { OlderDeno } from "./older-deno.ts";
 import { freePort, waitForPort } from "./ports.ts";
 
@@ -193,6 +194,19 @@ export function edgeClient(edge: EdgeShape, origin: string) {
       body: init.body === undefined ? undefined : JSON.stringify(init.body),
     });
     const text = await response.text();
+    // A function's answer is held to docs/openapi.json (contract.ts); the gateway's own refusal
+    // of a function it does not run (its own match, in startEdgeShape) is not the API's.
+    const name = /^\/functions\/v1\/([a-z-]+)(\/.*)?$/.exec(new URL(path, edge.url).pathname)?.[1];
+    if (name !== undefined && Object.hasOwn(edge.instances, name)) {
+      const violation = contractViolation({
+        method: init.method ?? "GET",
+        url: `${edge.url}${path}`,
+        status: response.status,
+        headers: response.headers,
+        body: text,
+      });
+      if (violation !== null) throw new Error(violation);
+    }
     return {
       status: response.status,
       body: text === "" ? {} : JSON.parse(text),

@@ -1,10 +1,10 @@
 -- Row-level security and table grants of every table: RLS enabled and forced everywhere, `anon`
--- granted nothing, `authenticated` only SELECT on its audit events and on its vault rows' masked
--- columns (never the ciphertext, IV or key id).
+-- granted nothing, `authenticated` only SELECT on its audit events, on its vault rows' masked
+-- columns (never the ciphertext, IV or key id) and on what its sessions list shows.
 -- Runs unchanged with `supabase test db`, or `pg_prove -d <db> supabase/tests/database/*.test.sql`.
 begin;
 create extension if not exists pgtap with schema extensions;
-select plan(13);
+select plan(17);
 
 select tables_are(
   'public',
@@ -59,6 +59,19 @@ select results_eq(
        ('created_at', 'SELECT'), ('updated_at', 'SELECT') $$,
   'of its vault rows, authenticated reads the masked columns only: no ciphertext, IV or key id'
 );
+select results_eq(
+  $$ select a.attname::text collate "default", p.privilege
+       from pg_attribute a,
+            unnest(array['SELECT', 'INSERT', 'UPDATE', 'REFERENCES']) as p (privilege)
+      where a.attrelid = 'public.auth_sessions'::regclass and a.attnum > 0
+        and not a.attisdropped
+        and has_column_privilege('authenticated', a.attrelid, a.attnum, p.privilege)
+      order by a.attnum, 2 $$,
+  $$ values ('id', 'SELECT'), ('user_id', 'SELECT'), ('created_at', 'SELECT'),
+       ('expires_at', 'SELECT'), ('revoked_at', 'SELECT'), ('client_description', 'SELECT'),
+       ('refreshed_at', 'SELECT') $$,
+  'of its sessions, authenticated reads what the sessions list shows, not why one ended'
+);
 
 select policies_are('public', 'user_secrets', array['user_secrets_owner_read'],
   'user_secrets has only the owner''s read policy');
@@ -70,9 +83,15 @@ select policies_are('public', 'secret_events', array['secret_events_owner_read']
   'secret_events has only the owner''s read policy');
 select policy_cmd_is('public', 'secret_events', 'secret_events_owner_read', 'select',
   'the audit policy covers SELECT only');
+select policies_are('public', 'auth_sessions', array['auth_sessions_owner_read'],
+  'auth_sessions has only the owner''s read policy');
+select policy_cmd_is('public', 'auth_sessions', 'auth_sessions_owner_read', 'select',
+  'the sessions policy covers SELECT only');
+select policy_roles_are('public', 'auth_sessions', 'auth_sessions_owner_read',
+  array['authenticated'], 'the sessions policy applies to authenticated');
 select is_empty(
   $$ select tablename from pg_policies where schemaname = 'public'
-      and tablename not in ('user_secrets', 'secret_events') $$,
+      and tablename not in ('user_secrets', 'secret_events', 'auth_sessions') $$,
   'no other table has a policy: the API roles reach none of their rows'
 );
 select table_privs_are('public', 'user_secrets', 'service_role',

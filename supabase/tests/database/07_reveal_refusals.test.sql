@@ -1,17 +1,21 @@
 -- Reveals refused for their server token (migration 20261126010000): each is counted against the
 -- client address's budget, and with a live session recorded as a 'reveal_refused' event naming no
--- type, up to the first refusal over the budget in a window. Only the service may call it.
+-- type, up to the first refusal over the budget in a window, per client and per creator. Only the
+-- service may call it.
 begin;
 create extension if not exists pgtap with schema extensions;
-select plan(12);
+select plan(15);
 
 insert into public.wallet_users (id, wallet_address) values
-  ('f0000000-0000-4000-8000-000000000001', '0x' || repeat('f', 40));
+  ('f0000000-0000-4000-8000-000000000001', '0x' || repeat('f', 40)),
+  ('f0000000-0000-4000-8000-000000000003', '0x' || repeat('e', 40));
 insert into public.auth_sessions (id, user_id, expires_at, revoked_at, revoked_reason) values
   ('f0000000-0000-4000-8000-0000000000f1', 'f0000000-0000-4000-8000-000000000001',
     now() + interval '1 hour', null, null),
   ('f0000000-0000-4000-8000-0000000000f2', 'f0000000-0000-4000-8000-000000000001',
-    now() + interval '1 hour', now(), 'logout');
+    now() + interval '1 hour', now(), 'logout'),
+  ('f0000000-0000-4000-8000-0000000000f3', 'f0000000-0000-4000-8000-000000000003',
+    now() + interval '1 hour', null, null);
 
 select results_eq(
   $$ select hits, recorded from public.refuse_reveal('vault:reveal:wrong-token:ip:192.0.2.1', 2,
@@ -53,6 +57,33 @@ select is(
   (select count(*)::integer from public.secret_events
     where user_id = 'f0000000-0000-4000-8000-000000000001'),
   3, 'and only a live session of that user is recorded');
+
+-- Five clients (five /64s of one IPv6 block, say), one refusal each, all within their own budgets.
+select results_eq(
+  $$ select recorded from public.refuse_reveal('vault:reveal:wrong-token:ip:2001:db8:0:1::', 2,
+       60, 'f0000000-0000-4000-8000-0000000000f3', 'f0000000-0000-4000-8000-000000000003')
+     union all
+     select recorded from public.refuse_reveal('vault:reveal:wrong-token:ip:2001:db8:0:2::', 2,
+       60, 'f0000000-0000-4000-8000-0000000000f3', 'f0000000-0000-4000-8000-000000000003')
+     union all
+     select recorded from public.refuse_reveal('vault:reveal:wrong-token:ip:2001:db8:0:3::', 2,
+       60, 'f0000000-0000-4000-8000-0000000000f3', 'f0000000-0000-4000-8000-000000000003')
+     union all
+     select recorded from public.refuse_reveal('vault:reveal:wrong-token:ip:2001:db8:0:4::', 2,
+       60, 'f0000000-0000-4000-8000-0000000000f3', 'f0000000-0000-4000-8000-000000000003')
+     union all
+     select recorded from public.refuse_reveal('vault:reveal:wrong-token:ip:2001:db8:0:5::', 2,
+       60, 'f0000000-0000-4000-8000-0000000000f3', 'f0000000-0000-4000-8000-000000000003') $$,
+  $$ values (true), (true), (true), (false), (false) $$,
+  'many clients record up to the first refusal over the limit for one creator, then no more');
+select is(
+  (select count(*)::integer from public.secret_events
+    where user_id = 'f0000000-0000-4000-8000-000000000003'),
+  3, 'so a creator''s trail gains at most one over the limit a window, whatever the clients');
+select is(
+  (select hits from public.rate_limit_windows
+    where bucket = 'vault:reveal:refused:user:f0000000-0000-4000-8000-000000000003'),
+  5, 'the creator''s count is kept under the creator''s id');
 
 select throws_ok(
   $$ insert into public.secret_events (user_id, secret_types, action)

@@ -1,0 +1,63 @@
+/**
+ * GET /user-secrets/export: what the service holds about the creator, to keep before leaving:
+ * the account, whether live-run access is locked, the masked secrets (never a value) and the
+ * activity (newest first, the first EXPORT_MAX_EVENTS; GET /activity pages on from the cursor
+ * given). Counted against the creator's own export budget (its vault write limit, per minute).
+ * The service keeps no run history of its own: the activity is its whole record of live runs.
+ */
+import type { AppConfig } from "../_shared/config/config.ts";
+import type { Database } from "../_shared/db/db.ts";
+import { enforceRateLimit } from "../_shared/auth/rate-limit.ts";
+import type { SessionTokens } from "../_shared/auth/session-tokens.ts";
+import { requireSessionToken } from "../_shared/http/bodies.ts";
+import { json } from "../_shared/http/responses.ts";
+import type { Handler } from "../_shared/http/router.ts";
+import { readActivity } from "./activity-store.ts";
+import { maskedSecret } from "./list.ts";
+import type { AccountExport } from "./control-answers.ts";
+import { listSecrets, VAULT_WINDOW_SECONDS } from "./vault-store.ts";
+import { creatorAccount } from "./vault-lock.ts";
+
+export const EXPORT_MAX_EVENTS = 10_000;
+
+export interface ExportDeps {
+  readonly db: Database;
+  readonly sessions: SessionTokens;
+  readonly config: Pick<AppConfig, "publicApiKeys" | "rateLimits">;
+}
+
+export function exportRoute({ db, sessions, config }: ExportDeps): Handler {
+  return async function exportAccount(request) {
+    const session = await sessions.verifyToken(requireSessionToken(request, config.publicApiKeys));
+    await enforceRateLimit(db, {
+      bucket: `vault:export:${session.userId}`,
+      limit: config.rateLimits.vaultWritesPerMinute,
+      windowSeconds: VAULT_WINDOW_SECONDS,
+    });
+    const account = await creatorAccount(db, session);
+    // Each read is its own statement: the list and activity reads end their transaction as the
+    // creator's role, which may call nothing else.
+    const [secrets, activity] = await Promise.all([
+      listSecrets(db, session),
+      readActivity(db, session, null, EXPORT_MAX_EVENTS),
+    ]);
+    return json(
+      {
+        exportedAt: new Date().toISOString(),
+        creator: {
+          id: session.userId,
+          walletAddress: session.walletAddress,
+          chainId: account.chainId,
+          createdAt: account.createdAt.toISOString(),
+        },
+        liveRunAccess: {
+          locked: account.lockedAt !== null,
+          lockedAt: account.lockedAt?.toISOString() ?? null,
+        },
+        secrets: secrets.map(maskedSecret),
+        activity: activity.events,
+        activityNextCursor: activity.nextCursor,
+      } satisfies AccountExport,
+    );
+  };
+}
