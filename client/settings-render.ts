@@ -133,10 +133,13 @@ export function renderSecretItems(list: HTMLOListElement, status: SecretsStatus 
     meta.replaceChildren();
     meta.hidden = secret === undefined;
     if (secret) {
-      const time = document.createElement("time");
-      time.dateTime = secret.updatedAt;
-      time.textContent = new Date(secret.updatedAt).toLocaleString();
+      const time = timeElement(secret.updatedAt);
       meta.append("Last updated ", time);
+      const lastUsed = document.createElement("span");
+      lastUsed.className = "last-used";
+      if (secret.lastUsedAt === null) lastUsed.textContent = "never used by a live run";
+      else lastUsed.append("last used by a live run ", timeElement(secret.lastUsedAt));
+      meta.append(" · ", lastUsed);
       if (secret.hint) {
         const hint = document.createElement("span");
         hint.className = "key-hint";
@@ -217,6 +220,26 @@ export function renderReadiness(
   }));
 }
 
+/** A <time> for an ISO 8601 instant, shown in the reader's locale. */
+export function timeElement(iso: string): HTMLTimeElement {
+  const time = document.createElement("time");
+  time.dateTime = iso;
+  time.textContent = new Date(iso).toLocaleString();
+  return time;
+}
+
+/** Disables `button` (and marks it busy for assistive technology) while `work` runs. */
+export async function busy(button: HTMLButtonElement, work: () => Promise<void>): Promise<void> {
+  button.disabled = true;
+  button.setAttribute("aria-busy", "true");
+  try {
+    await work();
+  } finally {
+    button.disabled = false;
+    button.removeAttribute("aria-busy");
+  }
+}
+
 export function shortAddress(address: string): string {
   return `${address.slice(0, 6)}…${address.slice(-4)}`;
 }
@@ -239,6 +262,8 @@ export function describeError(error: unknown): string {
       case "session_changed":
         return "The wallet signed in here changed (in this tab or another) before this finished; " +
           "nothing was saved. Check which wallet is connected and try again.";
+      case "signature_rejected":
+        return "You declined in your wallet; nothing was done.";
       case "chain_not_allowed":
         return "Sign-in from this network is not accepted. Switch networks in your wallet and try again.";
       default:

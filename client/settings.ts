@@ -1,10 +1,11 @@
 /// <reference lib="dom" />
 /**
- * The settings page: connect a wallet, then save, replace and delete provider keys. Everything it
- * knows about secret types comes from /settings/registry.json (generated from the service's
- * registry); everything about the creator's keys from the vault client. Saved values are never
- * rendered: the page only ever has the masked metadata, and a typed value lives in its password
- * field until it is sent, then the field is cleared.
+ * The settings page: connect a wallet, then save, replace and delete provider keys (the creator
+ * controls below them are settings-controls.ts'). Everything it knows about secret types comes
+ * from /settings/registry.json (generated from the service's registry); everything about the
+ * creator's keys from the vault client. Saved values are never rendered: the page only ever has
+ * the masked metadata, and a typed value lives in its password field until it is sent, then the
+ * field is cleared.
  *
  * Data is put into the page with textContent and attributes only, never as markup.
  */
@@ -18,7 +19,9 @@ import {
   VaultError,
   type VaultSession,
 } from "../sdk/browser.ts";
+import { createControls } from "./settings-controls.ts";
 import {
+  busy,
   describeError,
   type Registry,
   renderReadiness,
@@ -99,12 +102,11 @@ function sessionChanged(session: VaultSession | null): Promise<void> {
   if (user === shownUser) return listing;
   shownUser = user;
   clearValueFields();
-  if (user === null) {
-    renderSecrets(null);
-    listing = Promise.resolve();
-  } else {
-    listing = refreshSecrets().catch((error) => announce(describeError(error), "error"));
-  }
+  if (user === null) renderSecrets(null);
+  listing = Promise.all([user === null ? null : refreshSecrets(), controls.show(user)]).then(
+    () => {},
+    (error) => announce(describeError(error), "error"),
+  );
   return listing;
 }
 
@@ -116,9 +118,16 @@ async function findWallets(): Promise<void> {
   ui.walletChoiceField.hidden = wallets.length < 2;
 }
 
-async function connect(): Promise<void> {
+/** The wallet chosen on the page (the only one, when there is one). */
+async function chosenWallet(): Promise<DiscoveredWallet | undefined> {
   if (wallets.length === 0) await findWallets();
-  const wallet = wallets[Number(ui.walletChoice.value) || 0];
+  return wallets[Number(ui.walletChoice.value) || 0];
+}
+
+const controls = createControls({ client, announce, chosenWallet, afterFailure });
+
+async function connect(): Promise<void> {
+  const wallet = await chosenWallet();
   if (wallet === undefined) {
     announce(
       "No wallet found. Install an Ethereum wallet extension, then reload this page.",
@@ -219,6 +228,7 @@ async function saveSecret(
       input.value = "";
       await refreshSecrets();
       announce(`${result.created ? "Saved" : "Replaced"} ${secretType}.`, "success");
+      await controls.refreshActivity();
     } catch (error) {
       announce(`Could not save ${secretType}: ${describeError(error)}`, "error");
       await afterFailure(error);
@@ -233,6 +243,7 @@ async function deleteSecret(secretType: SecretType, button: HTMLButtonElement): 
       await refreshSecrets();
       announce(`Deleted ${secretType}.`, "success");
       document.getElementById(`value-${secretType}`)?.focus();
+      await controls.refreshActivity();
     } catch (error) {
       announce(`Could not delete ${secretType}: ${describeError(error)}`, "error");
       await afterFailure(error);
@@ -246,17 +257,6 @@ async function afterFailure(error: unknown): Promise<void> {
 }
 
 // ---------------------------------------------------------------------------------------------
-
-async function busy(button: HTMLButtonElement, work: () => Promise<void>): Promise<void> {
-  button.disabled = true;
-  button.setAttribute("aria-busy", "true");
-  try {
-    await work();
-  } finally {
-    button.disabled = false;
-    button.removeAttribute("aria-busy");
-  }
-}
 
 async function start(): Promise<void> {
   const [registryResponse, anonymous] = await Promise.all([

@@ -19,6 +19,7 @@ import {
   requestChainId,
   USER_REJECTED_REQUEST,
 } from "./eip1193.ts";
+import { createCreatorControls, type CreatorControls } from "./creator-controls.ts";
 import { SignatureRejectedError, VaultError, type VaultErrorCode } from "./errors.ts";
 import { createServiceCall } from "./service-call.ts";
 import {
@@ -33,6 +34,7 @@ import {
 import { type NonceResponse, signInMessageMismatch } from "./sign-in-message.ts";
 import type { DeleteResult, SaveResult, SecretsStatus, SecretType } from "./types.ts";
 
+export type { ActivityOptions, CreatorControls, FreshSigner } from "./creator-controls.ts";
 export { discoverWallets } from "./eip1193.ts";
 export type { DiscoveredWallet, Eip1193Provider, Eip6963ProviderInfo } from "./eip1193.ts";
 export { SignatureRejectedError, VaultError } from "./errors.ts";
@@ -131,6 +133,8 @@ export interface VaultClient {
   /** Creates or replaces the creator's key of this type. The value is never sent back. */
   saveSecret(secretType: SecretType, value: string): Promise<SaveResult>;
   deleteSecret(secretType: SecretType): Promise<DeleteResult>;
+  /** Activity, sessions, the live-run lock, export and account deletion (creator-controls.ts). */
+  readonly controls: CreatorControls;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -352,6 +356,7 @@ export function createVaultClient(options: VaultClientOptions): VaultClient {
     listSecrets: () => authed<SecretsStatus>("GET", "/secrets"),
     saveSecret: (secretType, value) => authed<SaveResult>("PUT", "/secrets", { secretType, value }),
     deleteSecret: (secretType) => authed<DeleteResult>("DELETE", "/secrets", { secretType }),
+    controls: createCreatorControls({ authed, readSession, forget: sessions.forget }),
   };
 }
 

@@ -50,3 +50,118 @@ export interface RevealedSecret {
   readonly value: string;
   readonly updatedAt: string;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Creator controls (the browser client's `controls`)
+
+/** The acts that take a fresh wallet signature, as `POST /auth/confirm/nonce` names them. */
+export type ConfirmPurpose = "unlock" | "sign_out_sessions" | "delete_account";
+
+/** The body of `POST /auth/confirm/nonce`: a nonce for one act and the message to sign for it. */
+export interface FreshSignatureRequest {
+  readonly purpose: ConfirmPurpose;
+  readonly nonce: string;
+  readonly issuedAt: string;
+  readonly expiresAt: string;
+  readonly domain: string;
+  readonly uri: string;
+  readonly chainId: number;
+  readonly version: "1";
+  /** What the signature authorizes, fixed per purpose. */
+  readonly statement: string;
+  /** The whole EIP-4361 message for the signed-in wallet. */
+  readonly message: string;
+}
+
+/** What happened, as the activity list names it. */
+export type ActivityKind =
+  | "saved"
+  | "replaced"
+  | "deleted"
+  | "revealed"
+  | "reveal_failed"
+  | "reveal_refused"
+  | "rotated"
+  | "locked"
+  | "unlocked";
+
+/** Who acted: the creator's browser, a live run (a reveal), the operator (a key rotation). */
+export type ActivityActor = "browser" | "live_run" | "operator";
+
+/** One event of the creator's audit trail; never a value or a token. */
+export interface ActivityEvent {
+  readonly kind: ActivityKind;
+  /** In the order every list uses; empty for a lock, an unlock and a refused server token. */
+  readonly secretTypes: readonly SecretType[];
+  /** ISO 8601 UTC. */
+  readonly at: string;
+  readonly actor: ActivityActor;
+  /** Only for `reveal_refused`: a missing or wrong server token, or the creator's lock. */
+  readonly reason?: "reveal_token" | "vault_locked";
+}
+
+/** The body of `GET /secrets/activity`: newest first. */
+export interface ActivityPage {
+  readonly events: readonly ActivityEvent[];
+  /** The next, older page's cursor; null at the trail's start. */
+  readonly nextCursor: string | null;
+}
+
+/** One live session of the creator, as `GET /auth/sessions` lists it. */
+export interface CreatorSession {
+  readonly id: string;
+  /** The session the request was made with. */
+  readonly current: boolean;
+  readonly signedInAt: string;
+  /** When its refresh token was last used; null if never. */
+  readonly lastRefreshedAt: string | null;
+  readonly expiresAt: string;
+  /** How the client described itself at sign-in (its User-Agent, cut short); null if unsaid. */
+  readonly client: string | null;
+}
+
+/** The body of `GET /auth/sessions`: newest first. */
+export interface SessionsList {
+  readonly sessions: readonly CreatorSession[];
+}
+
+/** The body of `POST /auth/sessions/sign-out`. */
+export interface SignOutSessionsResult {
+  /** How many of the named sessions were live and are now ended. */
+  readonly signedOut: number;
+}
+
+/** The body of `GET` and `POST /secrets/lock`: whether live runs' reveals are refused. */
+export interface LockState {
+  readonly locked: boolean;
+  /** Since when; null when not locked. */
+  readonly lockedAt: string | null;
+}
+
+/** The body of `POST /secrets/unlock`. */
+export interface UnlockResult {
+  readonly locked: false;
+}
+
+/** The body of `GET /account/export`: masked metadata and activity, never a value or a token. */
+export interface AccountExport {
+  readonly exportedAt: string;
+  readonly creator: {
+    readonly id: string;
+    /** EIP-55. */
+    readonly walletAddress: string;
+    /** A contract wallet's chain; null for a key (the same creator on every chain). */
+    readonly chainId: number | null;
+    readonly createdAt: string;
+  };
+  readonly liveRunAccess: LockState;
+  readonly secrets: readonly MaskedSecret[];
+  /** Newest first, up to 10,000 events; the rest from `activityNextCursor`. */
+  readonly activity: readonly ActivityEvent[];
+  readonly activityNextCursor: string | null;
+}
+
+/** The body of `DELETE /account`. */
+export interface AccountDeleteResult {
+  readonly deleted: true;
+}

@@ -41,6 +41,11 @@ export const STATIC_ASSETS: Readonly<Record<string, Asset>> = {
   },
   "/settings/app.js": { kind: "typescript", file: "client/settings.ts" },
   "/settings/render.js": { kind: "typescript", file: "client/settings-render.ts" },
+  "/settings/controls.js": { kind: "typescript", file: "client/settings-controls.ts" },
+  "/settings/controls-render.js": {
+    kind: "typescript",
+    file: "client/settings-controls-render.ts",
+  },
   "/settings/styles.css": {
     kind: "file",
     file: "client/settings.css",
@@ -49,6 +54,7 @@ export const STATIC_ASSETS: Readonly<Record<string, Asset>> = {
   "/settings/registry.json": { kind: "json", body: registry },
   // The browser client (sdk/), at the URLs it was first published at.
   "/client/vault-client.js": { kind: "typescript", file: "sdk/browser.ts" },
+  "/client/creator-controls.js": { kind: "typescript", file: "sdk/creator-controls.ts" },
   "/client/eip1193.js": { kind: "typescript", file: "sdk/eip1193.ts" },
   "/client/errors.js": { kind: "typescript", file: "sdk/errors.ts" },
   "/client/service-call.js": { kind: "typescript", file: "sdk/service-call.ts" },

@@ -1,0 +1,284 @@
+/**
+ * The creator controls on the settings page, end to end in headless Chromium (Debian's
+ * /usr/bin/chromium driven by playwright-core) with an injected EIP-1193 wallet that really signs:
+ * a creator saves a key, a live run (the server client, sdk/server.ts, with the app's reveal
+ * token) reveals it, the page shows when it was last used and the activity, the creator locks
+ * live-run access and the live run is refused, unlocks with a signature, signs another device
+ * out with a signature, exports, deletes the account with a signature, and signs in again as a new
+ * creator with an empty vault. Without Chromium the test is skipped, except under CI=true.
+ */
+import assert from "node:assert/strict";
+import type { Page } from "playwright-core";
+import { atEdge } from "../server/app.ts";
+import { createVaultServerClient } from "../sdk/server.ts";
+import { bearer, newWallet, signIn, startTestApp } from "./support/app.ts";
+import {
+  CHROMIUM,
+  CHROMIUM_ARGS,
+  hasChromium,
+  inCi,
+  injectWallet,
+  loadPlaywright,
+} from "./support/injected-wallet.ts";
+import { rejects } from "./support/vault-error.ts";
+
+const ARTIFACTS = new URL("../test-artifacts/", import.meta.url);
+
+if (!hasChromium && !inCi) {
+  console.warn(
+    `tests/creator_controls_browser_test.ts skipped: ${CHROMIUM} is missing ` +
+      "(Debian: apt-get install -y chromium).",
+  );
+}
+
+interface StoredSession {
+  readonly accessToken: string;
+  readonly user: { readonly id: string; readonly walletAddress: string };
+}
+
+async function storedSession(page: Page): Promise<StoredSession | null> {
+  const text = await page.evaluate(() => {
+    const key = Object.keys(localStorage).find((k) => k.startsWith("wallet-vault.session:"));
+    return key === undefined ? null : localStorage.getItem(key);
+  });
+  return text === null ? null : JSON.parse(text);
+}
+
+async function openSettings(page: Page, origin: string): Promise<void> {
+  await page.goto(`${origin}/settings`);
+  await page.locator('#wallet[data-ready="true"]').waitFor();
+}
+
+async function expectStatus(page: Page, text: string): Promise<void> {
+  await page.locator("#status", { hasText: text }).waitFor();
+}
+
+/** The kinds of the activity list's items, top to bottom. */
+function activityKinds(page: Page): Promise<string[]> {
+  return page.locator("#activity-list > li").evaluateAll((items) =>
+    items.map((item) => (item as unknown as { dataset: { kind: string } }).dataset.kind)
+  );
+}
+
+async function screenshot(page: Page, name: string): Promise<void> {
+  await Deno.mkdir(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: new URL(`${name}.png`, ARTIFACTS).pathname, fullPage: true });
+}
+
+Deno.test({
+  name: "a creator walks through the controls on the settings page in headless Chromium",
+  ignore: !hasChromium && !inCi,
+  // PGlite and the HTTP server keep timers and sockets between steps by design.
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn(t) {
+    if (!hasChromium) {
+      throw new Error(`CI=true but ${CHROMIUM} is missing: apt-get install -y chromium`);
+    }
+    const { chromium } = await loadPlaywright();
+    let edge: Deno.ServeHandler<Deno.NetAddr> = () => new Response(null, { status: 503 });
+    const server = Deno.serve(
+      { hostname: "127.0.0.1", port: 0, onListen() {} },
+      (request, info) => edge(request, info),
+    );
+    const origin = `http://127.0.0.1:${server.addr.port}`;
+    const app = await startTestApp("pglite", { ALLOWED_ORIGINS: origin });
+    edge = atEdge(app.app.handler, app.config.clientIp);
+    const liveRun = createVaultServerClient({
+      baseUrl: `${origin}/api`,
+      revealToken: app.config.serverRevealToken,
+    });
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    const context = await browser.newContext({ acceptDownloads: true });
+    const wallet = await injectWallet(context, newWallet());
+    const page = await context.newPage();
+    const pageErrors: string[] = [];
+    page.on("pageerror", (error) => pageErrors.push(error.message));
+    const value = `sk-b-${crypto.randomUUID()}-${crypto.randomUUID()}`;
+    const lockSwitch = page.getByRole("switch", { name: "Lock live-run access" });
+    const keyMeta = page.locator('li.secret[data-secret-type="provider_b_key"] .meta');
+    let token = "";
+
+    try {
+      await t.step("the creator signs in and saves a key on the page", async () => {
+        await openSettings(page, origin);
+        assert.ok(await page.locator("#live-run").isHidden(), "no controls before sign-in");
+        await page.getByRole("button", { name: "Connect wallet" }).click();
+        await expectStatus(page, "Signed in as");
+        await page.getByLabel("New value for provider_b_key").fill(value);
+        await page.getByRole("button", { name: "Save provider_b_key" }).click();
+        await expectStatus(page, "Saved provider_b_key.");
+        await keyMeta.getByText("never used by a live run").waitFor();
+        await page.locator('#activity-list > li[data-kind="saved"]').waitFor();
+        token = (await storedSession(page))!.accessToken;
+      });
+
+      await t.step(
+        "a live run reveals it; the page shows when, and the activity says so",
+        async () => {
+          const revealed = await liveRun.reveal(token, ["provider_b_key"]);
+          assert.equal(revealed.get("provider_b_key"), value);
+          const listed = await (await app.fetch("/api/secrets", { headers: bearer(token) })).json();
+          const lastUsedAt = listed.secrets[0].lastUsedAt;
+          assert.ok(lastUsedAt);
+          await openSettings(page, origin);
+          const lastUsed = keyMeta.locator(".last-used");
+          await lastUsed.getByText("last used by a live run").waitFor();
+          assert.equal(await lastUsed.locator("time").getAttribute("datetime"), lastUsedAt);
+          await page.locator("#activity-list > li").first().waitFor();
+          assert.deepEqual(await activityKinds(page), ["revealed", "saved"]);
+          const newest = (await page.locator("#activity-list > li").first().textContent()) ?? "";
+          assert.match(newest, /Read by a live run: provider_b_key · by a live run/);
+        },
+      );
+
+      await t.step("a lock refuses the live run at once; unlocking takes a signature", async () => {
+        assert.equal(await lockSwitch.getAttribute("aria-checked"), "false");
+        await page.getByText("A lock cannot recall keys a live run has already read").waitFor();
+        assert.match(
+          (await page.locator("#lock-hint").textContent()) ?? "",
+          /rotate those keys at their provider/,
+        );
+        const signatures = wallet.signed.length;
+        await lockSwitch.click();
+        await expectStatus(page, "Live-run access locked");
+        assert.equal(await lockSwitch.getAttribute("aria-checked"), "true");
+        assert.equal(wallet.signed.length, signatures, "locking needs no signature");
+        await page.locator("#lock-state", { hasText: "Locked since" }).waitFor();
+
+        const refused = await rejects(liveRun.reveal(token, ["provider_b_key"]));
+        assert.equal(refused.code, "vault_locked");
+
+        await lockSwitch.click();
+        await expectStatus(page, "Live-run access unlocked.");
+        assert.equal(await lockSwitch.getAttribute("aria-checked"), "false");
+        assert.equal(wallet.signed.length, signatures + 1);
+        assert.match(wallet.signed.at(-1)!, /\nUnlock live-run access to the keys in your /);
+        assert.deepEqual(
+          (await activityKinds(page)).slice(0, 3),
+          ["unlocked", "reveal_refused", "locked"],
+        );
+        assert.equal(
+          (await liveRun.reveal(token, ["provider_b_key"])).get("provider_b_key"),
+          value,
+        );
+      });
+
+      await t.step("the activity reads older events a page at a time", async () => {
+        // Twenty replacements make the trail longer than the page's first read.
+        for (let i = 0; i < 20; i++) {
+          const saved = await app.fetch("/api/secrets", {
+            method: "PUT",
+            headers: bearer(token, { "content-type": "application/json" }),
+            body: JSON.stringify({ secretType: "provider_b_key", value: `${value}-${i}` }),
+          });
+          assert.equal(saved.status, 200);
+          await saved.body?.cancel();
+        }
+        await openSettings(page, origin);
+        const more = page.getByRole("button", { name: "Load more" });
+        await more.waitFor();
+        assert.equal((await activityKinds(page)).length, 20);
+        await more.click();
+        await expectStatus(page, "Loaded 6 older events.");
+        const kinds = await activityKinds(page);
+        assert.equal(kinds.length, 26);
+        assert.deepEqual(kinds.slice(-6), [
+          "revealed",
+          "unlocked",
+          "reveal_refused",
+          "locked",
+          "revealed",
+          "saved",
+        ]);
+        assert.ok(await more.isHidden(), "no more to load");
+      });
+
+      await t.step("the creator signs the other device out, with a signature", async () => {
+        const otherDevice = await signIn(app, wallet.account);
+        await openSettings(page, origin);
+        const sessions = page.locator("#session-list > li");
+        await sessions.nth(1).waitFor();
+        assert.equal(await sessions.count(), 2);
+        const here = page.locator('#session-list > li[data-current="true"]');
+        assert.match((await here.textContent()) ?? "", /This device · Mozilla\/5\.0/);
+        const there = page.locator('#session-list > li[data-current="false"]');
+        assert.match((await there.textContent()) ?? "", /did not describe itself/);
+        await screenshot(page, "settings-creator-controls");
+
+        const signatures = wallet.signed.length;
+        await there.getByRole("button", { name: /^Sign out .*asks your wallet to sign/ }).click();
+        await expectStatus(page, "Signed out that device.");
+        assert.equal(wallet.signed.length, signatures + 1);
+        assert.match(wallet.signed.at(-1)!, /\nSign out the .* sessions you chose\./);
+        const after = await app.fetch("/api/secrets", { headers: bearer(otherDevice.accessToken) });
+        assert.equal(after.status, 401);
+        assert.equal((await after.json()).error.code, "session_revoked");
+        await there.waitFor({ state: "detached" });
+        assert.equal(await sessions.count(), 1);
+        assert.equal(await page.locator("#wallet").getAttribute("data-state"), "signed-in");
+      });
+
+      await t.step("the creator exports a JSON file that holds no key", async () => {
+        const [download] = await Promise.all([
+          page.waitForEvent("download"),
+          page.getByRole("button", { name: "Export my data" }).click(),
+        ]);
+        assert.match(
+          download.suggestedFilename(),
+          /^wallet-vault-export-0x[0-9a-fA-F]{8}-.*\.json$/,
+        );
+        const text = await Deno.readTextFile((await download.path())!);
+        const exported = JSON.parse(text);
+        const session = (await storedSession(page))!;
+        assert.equal(exported.creator.id, session.user.id);
+        assert.equal(exported.creator.walletAddress, wallet.account.address);
+        assert.deepEqual(
+          exported.secrets.map((s: { secretType: string }) => s.secretType),
+          ["provider_b_key"],
+        );
+        assert.equal(exported.activity.length, 26);
+        assert.ok(!text.includes(value.slice(0, 20)), "no part of a key");
+        assert.ok(!text.includes(token));
+        await expectStatus(page, "Exported");
+      });
+
+      await t.step(
+        "the creator deletes the account with a signature and comes back new",
+        async () => {
+          const before = (await storedSession(page))!;
+          const deleteStart = page.getByRole("button", { name: "Delete account…" });
+          await deleteStart.click();
+          assert.equal(await deleteStart.getAttribute("aria-expanded"), "true");
+          const signatures = wallet.signed.length;
+          await page.getByRole("button", { name: "Delete my account" }).click();
+          await expectStatus(page, "Account deleted");
+          assert.equal(wallet.signed.length, signatures + 1);
+          assert.match(wallet.signed.at(-1)!, /\nDelete your .* account: every saved key/);
+          assert.equal(await page.locator("#wallet").getAttribute("data-state"), "signed-out");
+          assert.equal(await storedSession(page), null);
+          assert.ok(await page.locator("#live-run").isHidden());
+          const old = await app.fetch("/api/secrets", { headers: bearer(before.accessToken) });
+          assert.equal(old.status, 401);
+          await old.body?.cancel();
+
+          await page.getByRole("button", { name: "Connect wallet" }).click();
+          await expectStatus(page, "Signed in as");
+          const after = (await storedSession(page))!;
+          assert.notEqual(after.user.id, before.user.id);
+          assert.equal(after.user.walletAddress, before.user.walletAddress);
+          await page.locator("#activity-empty").waitFor();
+          assert.equal(await page.locator('li.secret[data-saved="true"]').count(), 0);
+          assert.deepEqual(await activityKinds(page), []);
+          assert.equal(await page.locator("#session-list > li").count(), 1);
+          assert.equal(await lockSwitch.getAttribute("aria-checked"), "false");
+          assert.deepEqual(pageErrors, []);
+        },
+      );
+    } finally {
+      await browser.close();
+      await server.shutdown();
+      await app.close();
+    }
+  },
+});
