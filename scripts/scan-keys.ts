@@ -1,12 +1,16 @@
 /**
- * `deno task scan [--history] [paths…]`: looks for provider credentials in files: recipe files,
- * prompt files, committed environment files, anything. Without paths it scans the project as git
- * sees it: tracked files plus untracked ones that are not ignored, and staged content that differs
- * from the working copy; `--history` adds every file version in the history of HEAD (on a shallow
- * clone, only the part it holds: a warning and the summary say so, and the exit status does not
- * change). Prints file:line:column with each value masked, and the advice to rotate. Exit status:
- * 0 clean, 1 credentials found, 2 usage or I/O error.
+ * `deno task scan [--history | --all-refs] [paths…]`: looks for provider credentials in files:
+ * recipe files, prompt files, committed environment files, anything. Without paths it scans the
+ * project as git sees it: tracked files plus untracked ones that are not ignored, and staged
+ * content that differs from the working copy; `--history` adds every file version in the history
+ * of HEAD, `--all-refs` every file version reachable from any ref (branches, tags, remote-tracking
+ * branches, every stash entry). On a shallow clone only the part it holds is read: a warning and
+ * the summary say so, and the exit status does not change. Prints file:line:column with each value
+ * masked and its fingerprint, what was skipped as binary, and the advice to rotate. Findings the
+ * project's `.scan-keys-allow` covers (by blob id or fingerprint) are dropped and counted. Exit
+ * status: 0 clean, 1 credentials found, 2 usage, allow-list or I/O error.
  */
+import { ALLOW_FILE, loadAllowList } from "./lib/key-allow.ts";
 import {
   formatFinding,
   rotationAdvice,
@@ -14,25 +18,35 @@ import {
   scanProject,
   type ScanReport,
 } from "./lib/key-scanner.ts";
+import { amend } from "./lib/key-rules.ts";
 
-const USAGE = `Usage: deno task scan [--history] [paths…]
+const USAGE = `Usage: deno task scan [--history | --all-refs] [paths…]
 
 Scans the given files and directories (default: the project as git sees it, staged content
 included) for provider credentials: values shaped like provider keys (sk-…, AKIA…, ghp_…,
-AIza…, hf_…, r8_…, …) and literals assigned to credential names (the vault's secret types,
-*_API_KEY, *_SECRET_KEY, …). Text may be UTF-8 or UTF-16, of any size.
+AIza…, hf_…, api_org_…, r8_…, …), literals assigned to credential names (the vault's secret
+types, *_API_KEY, *_SECRET_KEY, provider-named ones such as MISTRAL_KEY, …) and bearer tokens,
+also inside escapes, percent-encoding, base64 and hex. Text may be UTF-8, UTF-16 or Latin-1, of
+any size; what is skipped as binary is named on stderr.
 
   --history   also scan every file version in the history of HEAD (not with paths);
               each finding names a commit that holds it. A shallow clone holds only part
               of that history: only that part is read, and a warning says so.
+  --all-refs  the same for every ref: branches, tags, remote-tracking branches and every
+              stash entry, with their history (not with paths).
 
-Exit status 0: none found; 1: found (rotate them); 2: usage or read error.
-A line containing "scan-keys:allow" is skipped (only for values that are not credentials).`;
+Exit status 0: none found; 1: found (rotate them); 2: usage, allow-list or read error.
+A line containing "scan-keys:allow" is skipped (only for values that are not credentials).
+${ALLOW_FILE} in the project lists what is known not to be a credential, by blob id
+("blob <sha>") or by the fingerprint a finding prints ("fingerprint <16 hex digits>").`;
+
+const OPTIONS = new Set(["--history", "--all-refs"]);
 
 // Not a failure: CI often checks out a shallow clone, and what it holds was read. But a clean
 // result must not pass for the whole history.
-const SHALLOW_WARNING = "warning: this is a shallow clone: --history read only the commits it " +
-  "holds, not the history before them (`git fetch --unshallow` fetches the rest).";
+const shallowWarning = (option: string) =>
+  `warning: this is a shallow clone: ${option} read only the commits it holds, not the history ` +
+  "before them (`git fetch --unshallow` fetches the rest).";
 
 async function main(args: string[]): Promise<number> {
   if (args.includes("-h") || args.includes("--help")) {
@@ -40,49 +54,74 @@ async function main(args: string[]): Promise<number> {
     return 0;
   }
   const history = args.includes("--history");
-  const unknown = args.filter((arg) => arg.startsWith("-") && arg !== "--history");
+  const allRefs = args.includes("--all-refs");
+  const unknown = args.filter((arg) => arg.startsWith("-") && !OPTIONS.has(arg));
   if (unknown.length > 0) {
     console.error(`Unknown option ${unknown[0]}.\n\n${USAGE}`);
     return 2;
   }
   const paths = args.filter((arg) => !arg.startsWith("-"));
-  if (history && paths.length > 0) {
-    console.error(`--history scans the whole repository; it takes no paths.\n\n${USAGE}`);
+  if ((history || allRefs) && paths.length > 0) {
+    const option = allRefs ? "--all-refs" : "--history";
+    console.error(`${option} scans the whole repository; it takes no paths.\n\n${USAGE}`);
     return 2;
   }
-  // `deno task` runs in the project's folder; paths given on the command line are relative to
-  // where it was typed.
+  // The project's allow-list: `deno task` runs in the project's folder.
+  let allow;
+  try {
+    allow = await loadAllowList(Deno.cwd());
+  } catch (error) {
+    console.error(error instanceof Error ? error.message : String(error));
+    return 2;
+  }
+  // Paths given on the command line are relative to where it was typed.
   const invokedFrom = Deno.env.get("INIT_CWD") ?? Deno.cwd();
   let report: ScanReport;
   let display = (file: string) => file;
   if (paths.length > 0) {
     report = await scanPaths(
       paths.map((arg) => (arg.startsWith("/") ? arg : `${invokedFrom}/${arg}`)),
+      { allow },
     );
     display = (file) =>
       file.startsWith(`${invokedFrom}/`) ? file.slice(invokedFrom.length + 1) : file;
   } else {
-    report = await scanProject(Deno.cwd(), { history });
+    report = await scanProject(Deno.cwd(), { history, allRefs, allow });
   }
 
   for (const finding of report.findings) {
-    console.log(formatFinding({ ...finding, file: display(finding.file) }));
+    console.log(formatFinding(amend(finding, { file: display(finding.file) })));
   }
-  for (const { file, reason } of report.skipped) {
-    if (reason !== "binary") console.error(`skipped ${display(file)}: ${reason}`);
+  let binary = 0;
+  for (const { file, reason, source } of report.skipped) {
+    if (reason === "binary") binary++;
+    const from = source === undefined ? "" : ` (${source})`;
+    console.error(`skipped ${display(file)}${from}: ${reason}`);
   }
-  if (report.historyShallow) console.error(SHALLOW_WARNING);
+  if (report.historyShallow) console.error(shallowWarning(allRefs ? "--all-refs" : "--history"));
+  const notes: string[] = [];
+  if (binary > 0) notes.push(`Skipped as binary, not read: ${binary} (named above).`);
+  const { byBlob, byFingerprint } = report.allowed;
+  if (byBlob + byFingerprint > 0) {
+    notes.push(
+      `Allowed by ${ALLOW_FILE}: ${byBlob + byFingerprint} (${byBlob} by blob id, ` +
+        `${byFingerprint} by fingerprint).`,
+    );
+  }
   if (report.findings.length > 0) {
     console.log(`\n${rotationAdvice(report.findings)}`);
+    for (const note of notes) console.log(note);
     return 1;
   }
   const read = [`${report.filesScanned} files`];
   if (report.stagedScanned > 0) read.push(`${report.stagedScanned} staged (index) versions`);
-  if (history) {
+  if (history || allRefs) {
+    const scope = allRefs ? "every ref's history" : "history";
     const shallow = report.historyShallow ? " (shallow clone: only the commits it holds)" : "";
-    read.push(`${report.historyScanned} versions from history${shallow}`);
+    read.push(`${report.historyScanned} versions from ${scope}${shallow}`);
   }
   console.log(`Scanned ${read.join(", ")}: no provider credentials found.`);
+  for (const note of notes) console.log(note);
   return 0;
 }
 

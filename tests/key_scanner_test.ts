@@ -13,8 +13,7 @@ import {
   scanProject,
   scanText,
 } from "../scripts/lib/key-scanner.ts";
-
-const ROOT = new URL("../", import.meta.url).pathname.replace(/\/$/, "");
+import { fixture, gitRepo, ROOT, runScanIn } from "./support/key-scan.ts";
 
 // No vowels and no x: a random key can then never spell a placeholder word ("here", "your",
 // "xxxx"…) by chance, which would make a test that expects a finding flaky.
@@ -62,21 +61,6 @@ const KIND_OF: Record<keyof ReturnType<typeof fakeKeys>, string> = {
   groq: "Groq key (gsk_…)",
   stripe: "Stripe-style key (sk_live_…)",
 };
-
-/** A temp directory with the given files (path → text); removed when disposed. */
-async function fixture(files: Record<string, string | Uint8Array>) {
-  const dir = await Deno.makeTempDir({ prefix: "key-scan-" });
-  for (const [path, content] of Object.entries(files)) {
-    const full = `${dir}/${path}`;
-    await Deno.mkdir(full.slice(0, full.lastIndexOf("/")), { recursive: true });
-    if (typeof content === "string") await Deno.writeTextFile(full, content);
-    else await Deno.writeFile(full, content);
-  }
-  return {
-    dir,
-    [Symbol.asyncDispose]: () => Deno.remove(dir, { recursive: true }),
-  };
-}
 
 async function runScan(args: string[], cwd = ROOT) {
   const output = await new Deno.Command(Deno.execPath(), {
@@ -332,47 +316,6 @@ Deno.test("the project's own files scan clean", async () => {
 // ---------------------------------------------------------------------------------------------
 // Encodings, sizes, git's index and history, links, and placeholders that are not.
 
-const DENO_JSON = `${ROOT}/deno.json`;
-
-/** `deno task scan` as the task runs it (its permissions), but in another directory. */
-async function runScanIn(cwd: string, args: string[] = []) {
-  const task: string = JSON.parse(await Deno.readTextFile(DENO_JSON)).tasks.scan;
-  const [, , ...rest] = task.split(/\s+/); // "deno run <permissions…> scripts/scan-keys.ts"
-  const permissions = rest.filter((arg) => arg.startsWith("--"));
-  const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--config", DENO_JSON, ...permissions, `${ROOT}/scripts/scan-keys.ts`, ...args],
-    cwd,
-    stdout: "piped",
-    stderr: "piped",
-    env: { NO_COLOR: "1" },
-  }).output();
-  return {
-    code: output.code,
-    stdout: new TextDecoder().decode(output.stdout),
-    stderr: new TextDecoder().decode(output.stderr),
-  };
-}
-
-/** A git repository in a temp directory, with a quiet identity. */
-async function gitRepo(files: Record<string, string | Uint8Array> = {}) {
-  const repo = await fixture(files);
-  const git = async (...args: string[]) => {
-    const output = await new Deno.Command("git", {
-      args: ["-c", "user.email=scan@test", "-c", "user.name=scan", ...args],
-      cwd: repo.dir,
-      stdout: "piped",
-      stderr: "piped",
-    }).output();
-    const stdout = new TextDecoder().decode(output.stdout).trim();
-    if (!output.success) {
-      throw new Error(`git ${args.join(" ")}: ${new TextDecoder().decode(output.stderr)}`);
-    }
-    return stdout;
-  };
-  await git("init", "-q", "-b", "main");
-  return Object.assign(repo, { git });
-}
-
 function utf16(text: string, order: "le" | "be", bom: boolean): Uint8Array {
   const bytes = new Uint8Array((bom ? 2 : 0) + text.length * 2);
   const view = new DataView(bytes.buffer);
@@ -472,7 +415,7 @@ Deno.test("staged content that differs from the working copy is scanned and mark
   assert.equal(code, 1, stderr);
   assert.match(
     stdout,
-    /^\.env:1:19: Anthropic-style key \(sk-ant-…\): sk-a…\(73 chars\) \(staged\)$/m,
+    /^\.env:1:19: Anthropic-style key \(sk-ant-…\): sk-a…\(73 chars\) \(staged\) fingerprint [0-9a-f]{16}$/m,
   );
   assert.ok(!stdout.includes(key.slice(4, 12)));
 });
@@ -484,7 +427,10 @@ Deno.test("a staged file deleted from the working copy is scanned from the index
   await Deno.remove(`${repo.dir}/recipe.yaml`);
   const { code, stdout, stderr } = await runScanIn(repo.dir);
   assert.equal(code, 1, stderr);
-  assert.match(stdout, /^recipe\.yaml:1:17: Groq key \(gsk_…\): gsk_…\(56 chars\) \(staged\)$/m);
+  assert.match(
+    stdout,
+    /^recipe\.yaml:1:17: Groq key \(gsk_…\): gsk_…\(56 chars\) \(staged\) fingerprint [0-9a-f]{16}$/m,
+  );
 });
 
 Deno.test("--history finds keys in every commit reachable from HEAD, each with a commit that holds it", async () => {
@@ -521,7 +467,7 @@ Deno.test("--history finds keys in every commit reachable from HEAD, each with a
 
   const { code, stdout, stderr } = await runScanIn(repo.dir, ["--history"]);
   assert.equal(code, 1, stderr);
-  const lines = stdout.split("\n").filter((line) => /\(commit [0-9a-f]{40}\)$/.test(line)).sort();
+  const lines = stdout.split("\n").filter((line) => /\(commit [0-9a-f]{40}\) /.test(line)).sort();
   assert.equal(lines.length, 2, stdout);
   const expected = [
     [".env", "1:16: OpenAI-style key", gone],
@@ -531,7 +477,7 @@ Deno.test("--history finds keys in every commit reachable from HEAD, each with a
     const line = lines[index];
     assert.ok(line.startsWith(`${path}:${at}`), line);
     // The commit named holds the key at that path.
-    const commit = /\(commit ([0-9a-f]{40})\)$/.exec(line)![1];
+    const commit = /\(commit ([0-9a-f]{40})\) /.exec(line)![1];
     assert.ok((await repo.git("show", `${commit}:${path}`)).includes(key), line);
   }
   assert.ok(!stdout.includes(gone.slice(4, 12)) && !stdout.includes(sideBranch.slice(8, 16)));
@@ -560,10 +506,23 @@ Deno.test("links inside the project are followed, links out of it are skipped an
   assert.match(stderr, /skipped outside\.env: link to outside the tree, not followed/);
 });
 
-Deno.test("a real key that contains 'here', 'your' or a run like 'abcdef' is still a key", () => {
+/** Letters alternating upper and lower case: random, and never a typed run. */
+function mixedCase(length: number): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(length));
+  return Array.from(bytes, (byte, i) => (i % 2 === 0 ? UPPER : LOWER)[byte % 20]).join("");
+}
+
+Deno.test("a real key that contains 'here', 'your', 'xxx' between its dashes or a run like 'abcdef' is still a key", () => {
   const body = random(40);
   const keys = [
     `sk-proj-${body.slice(0, 12)}here${body.slice(12)}`,
+    // base64url keys split at - and _ into parts, and a part may be a placeholder word by chance,
+    // or the last part a single character after parts of letters.
+    `sk-proj-${body.slice(0, 20)}-here-${body.slice(20)}`,
+    `sk-proj-${body.slice(0, 20)}_xxx_${body.slice(20)}`,
+    `glpat-${mixedCase(8)}-${mixedCase(8)}-${mixedCase(2)}_${mixedCase(1)}`,
+    // Nor is a reference's name inside a key a reference.
+    `sk-proj-${body.slice(0, 20)}geTENv${body.slice(20)}`,
     `sk-proj-${body.slice(0, 20)}abcdef${body.slice(20)}`,
     `sk-${body.slice(0, 5)}Your${body.slice(5)}0123456`,
     `ghp_${body.slice(0, 30)}xxxx${body.slice(30, 36)}`,
@@ -575,7 +534,7 @@ Deno.test("a real key that contains 'here', 'your' or a run like 'abcdef' is sti
   }
   const assigned = `${body.slice(0, 10)}here${body.slice(10, 20)}abcdefgh${body.slice(20)}`;
   assert.equal(scanText(`VENDOR_API_KEY=${assigned}`, "a.env").length, 1);
-  // Still placeholders: whole words, elisions, templates, typed runs.
+  // Still placeholders: whole words, elisions, templates, typed runs (after words too).
   for (
     const value of [
       "your_api_key_here",
@@ -585,6 +544,8 @@ Deno.test("a real key that contains 'here', 'your' or a run like 'abcdef' is sti
       "sk-xxxxxxxxxxxxxxxxxxxxxxxx",
       "sk-proj-xxxx-xxxx-1234",
       "sk-1234567890abcdefghij",
+      "sk-ideographic-0123456789",
+      "sk-other-creator-value-1",
       "AKIAIOSFODNN7EXAMPLE",
       "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
     ]

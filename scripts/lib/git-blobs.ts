@@ -1,8 +1,8 @@
 /**
  * What the key scanner reads from git besides the working copy: staged content that differs from
- * it (or that git does not compare with it), every file version in the history of HEAD, and the
- * bytes of those blobs, streamed from one `git cat-file --batch`. Read-only: nothing here writes
- * the index or takes its lock.
+ * it (or that git does not compare with it), every file version in the history of HEAD or of
+ * every ref, and the bytes of those blobs, streamed from one `git cat-file --batch`. Read-only:
+ * nothing here writes the index or takes its lock.
  */
 
 export interface BlobRef {
@@ -127,22 +127,24 @@ export async function isShallow(root: string): Promise<boolean> {
 }
 
 /**
- * Every regular-file blob reachable from HEAD, each with a commit that contains it and its path
- * there: the commit that introduced it (its diff against its first parent, or against nothing
- * for a root commit, lists it). Each blob of a commit's tree is either its parent's or new in
- * that commit, so walking every commit's diff reaches every blob. Empty before the first commit.
+ * Every regular-file blob reachable from HEAD (or, with `allRefs`, from every ref: branches, tags,
+ * remote-tracking branches, notes, HEAD, and every stash entry, the older ones being only in the
+ * stash's reflog), each with a commit that contains it and its path there: the commit that
+ * introduced it (its diff against its first parent, or against nothing for a root commit, lists
+ * it). Each blob of a commit's tree is either its parent's or new in that commit, so walking
+ * every commit's diff reaches every blob. A stash entry is a merge whose parents hold the index
+ * and the untracked files (a commit without parents), so its walk reaches them. Empty before the
+ * first commit.
  */
-export async function historyBlobs(root: string): Promise<BlobRef[]> {
-  const head = await new Deno.Command("git", {
-    args: ["rev-parse", "--verify", "-q", "HEAD"],
-    cwd: root,
-    stdout: "null",
-    stderr: "null",
-  }).output();
-  if (!head.success) return [];
+export async function historyBlobs(
+  root: string,
+  options: { allRefs?: boolean } = {},
+): Promise<BlobRef[]> {
+  const revisions = options.allRefs ? ["--all", ...(await stashEntries(root))] : ["HEAD"];
+  if (!options.allRefs && !(await refExists(root, "HEAD"))) return [];
   const log = await git(root, [
     "log",
-    "HEAD",
+    ...revisions,
     "-m", // merges: diff against each parent, so a blob made in a merge is listed too
     "--root",
     "--raw",
@@ -152,6 +154,7 @@ export async function historyBlobs(root: string): Promise<BlobRef[]> {
     "--no-textconv",
     "-z",
     "--format=%x01%H",
+    "--",
   ]);
   const blobs = new Map<string, BlobRef>();
   const tokens = decoder.decode(log).split("\0");
@@ -169,6 +172,23 @@ export async function historyBlobs(root: string): Promise<BlobRef[]> {
     }
   }
   return [...blobs.values()];
+}
+
+async function refExists(root: string, ref: string): Promise<boolean> {
+  const found = await new Deno.Command("git", {
+    args: ["rev-parse", "--verify", "-q", ref],
+    cwd: root,
+    stdout: "null",
+    stderr: "null",
+  }).output();
+  return found.success;
+}
+
+/** Every stash entry's commit, newest first (`refs/stash` names only the newest). */
+async function stashEntries(root: string): Promise<string[]> {
+  if (!(await refExists(root, "refs/stash"))) return [];
+  const log = await git(root, ["log", "--walk-reflogs", "--format=%H", "refs/stash", "--"]);
+  return decoder.decode(log).split("\n").filter((line) => /^[0-9a-f]{40,64}$/.test(line));
 }
 
 /** The blobs' contents, in the order given, from one `git cat-file --batch`. */

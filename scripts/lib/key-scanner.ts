@@ -11,14 +11,18 @@
  * not findings. A finding carries the value masked, never whole: the report must not become a
  * second leak.
  *
- * Text is read in pieces (any size), as UTF-8 or UTF-16 (by its byte-order mark, or by NULs in
- * alternating bytes); a file is skipped as binary only when its first 8 KB are not text. Besides
- * files, it reads git's staged blobs and, on request, every blob in the history of HEAD (on a
- * shallow clone, only the commits it holds: the report says so).
+ * Text is read in pieces (any size), as UTF-8, UTF-16 (by its byte-order mark, NULs in
+ * alternating bytes, or the pattern of its bytes) or 8-bit Latin-1; a file is skipped as binary
+ * only when its first 8 KB are not text, and what is skipped is reported. Inside the text, escapes,
+ * percent-encodings, base64 and hex are decoded too. Besides files, it reads git's staged blobs
+ * and, on request, every blob in the history of HEAD or of every ref (on a shallow clone, only
+ * the commits it holds: the report says so). An allow-list (key-allow.ts) drops findings by blob
+ * id or fingerprint.
  *
- * The rules are in key-rules.ts, reading text and bytes in key-text.ts; this module walks files,
- * git's index and history, and reports.
+ * The rules are in key-rules.ts, reading text and bytes in key-text.ts and key-decode.ts; this
+ * module walks files, git's index and history, and reports.
  */
+import { createHash } from "node:crypto";
 import {
   type BlobRef,
   historyBlobs,
@@ -27,25 +31,41 @@ import {
   readBlobs,
   stagedChanges,
 } from "./git-blobs.ts";
-import type { Finding } from "./key-rules.ts";
+import { type AllowList, EMPTY_ALLOW_LIST } from "./key-allow.ts";
+import { amend, type Finding, fingerprintOf } from "./key-rules.ts";
 import { scanBytes } from "./key-text.ts";
 
 export { maskSecret } from "./key-rules.ts";
 export type { Finding } from "./key-rules.ts";
 export { LineScanner, scanText } from "./key-text.ts";
 
+/** A file or blob not read, and why; `source` as a finding's ("staged", "commit <sha>"). */
+export interface Skipped {
+  file: string;
+  readonly reason: string;
+  readonly source?: string;
+}
+
+export interface ScanOptions {
+  /** Findings to drop (by blob id or fingerprint). */
+  readonly allow?: AllowList;
+}
+
 export interface ScanReport {
+  /** Each with its fingerprint. */
   readonly findings: Finding[];
   /** Files of the working copy (or given paths) read as text. */
   readonly filesScanned: number;
   /** Staged blobs read (content the working copy does not show, or git does not compare). */
   readonly stagedScanned: number;
-  /** Blobs from the history of HEAD read (--history). */
+  /** Blobs from the history of HEAD (--history) or of every ref (--all-refs) read. */
   readonly historyScanned: number;
   /** --history on a shallow clone: only the commits the clone holds were read. */
   readonly historyShallow: boolean;
-  /** Files not read, with why (binary, a link out of the tree, deleted, …). */
-  readonly skipped: ReadonlyArray<{ readonly file: string; readonly reason: string }>;
+  /** Files and blobs not read, with why (binary, a link out of the tree, deleted, …). */
+  readonly skipped: ReadonlyArray<Skipped>;
+  /** Findings the allow-list dropped, by what matched. */
+  readonly allowed: { readonly byBlob: number; readonly byFingerprint: number };
 }
 
 const SKIPPED_DIRECTORIES = new Set([".git", "node_modules"]);
@@ -58,24 +78,32 @@ const within = (path: string, root: string) => path === root || path.startsWith(
  * inside the directory being walked (each real file is read once), and reported as skipped when
  * they lead out of it; a path given as an argument is read wherever it leads.
  */
-export async function scanPaths(paths: readonly string[]): Promise<ScanReport> {
-  const scan = new PathScan();
+export async function scanPaths(
+  paths: readonly string[],
+  options: ScanOptions = {},
+): Promise<ScanReport> {
+  const scan = new PathScan(options.allow ?? EMPTY_ALLOW_LIST);
   for (const path of paths) {
     const info = await Deno.lstat(path).catch(() => null);
     if (info === null) throw new Deno.errors.NotFound(`No such file or directory: ${path}`);
     await scan.path(path, null);
   }
-  return scan.report();
+  return await scan.report();
 }
 
 /** Scanning state shared by a run: what was read (by real path), found and skipped. */
 class PathScan {
   readonly findings: Finding[] = [];
-  readonly skipped: Array<{ file: string; reason: string }> = [];
+  readonly skipped: Skipped[] = [];
   readonly #seen = new Set<string>();
   /** Files opened and read to the end (as text, or sniffed as binary). */
   readonly #read = new Set<string>();
+  readonly #allow: AllowList;
   filesScanned = 0;
+
+  constructor(allow: AllowList) {
+    this.#allow = allow;
+  }
 
   /** Counts `real` as read already: a link to it is not followed. */
   markSeen(real: string): void {
@@ -127,28 +155,63 @@ class PathScan {
 
   async file(path: string): Promise<void> {
     const file = await Deno.open(path);
+    // The blob id git gives this content, for the allow-list: hashed as it is read.
+    const size = (await file.stat()).size;
+    const hash = this.#allow.blobs.size > 0 ? createHash("sha1").update(`blob ${size}\0`) : null;
     // The stream closes the file when read to the end or cancelled.
-    const { findings, binary } = await scanBytes(file.readable, path);
+    const chunks = hash === null ? file.readable : hashed(file.readable, hash);
+    const { findings, binary } = await scanBytes(chunks, path);
     this.#read.add(path);
     if (binary) {
       this.skipped.push({ file: path, reason: "binary" });
       return;
     }
     this.filesScanned++;
-    this.findings.push(...findings);
+    const blob = hash?.digest("hex");
+    for (const finding of findings) {
+      this.findings.push(blob === undefined ? finding : amend(finding, { blob }));
+    }
   }
 
-  report(
+  /** Fingerprints each finding, and drops what the allow-list covers. */
+  async report(
     extra: { stagedScanned?: number; historyScanned?: number; historyShallow?: boolean } = {},
-  ): ScanReport {
+  ): Promise<ScanReport> {
+    const findings: Finding[] = [];
+    const allowed = { byBlob: 0, byFingerprint: 0 };
+    const rest = this.findings.filter((finding) => {
+      const byBlob = finding.blob !== undefined && this.#allow.blobs.has(finding.blob);
+      if (byBlob) allowed.byBlob++;
+      return !byBlob;
+    });
+    // In batches: the hashes run on other threads, a batch at a time.
+    for (let i = 0; i < rest.length; i += 64) {
+      const batch = rest.slice(i, i + 64);
+      const hashes = await Promise.all(batch.map(fingerprintOf));
+      batch.forEach((finding, k) => {
+        if (this.#allow.fingerprints.has(hashes[k])) allowed.byFingerprint++;
+        else findings.push(amend(finding, { fingerprint: hashes[k] }));
+      });
+    }
     return {
-      findings: this.findings,
+      findings,
       filesScanned: this.filesScanned,
       stagedScanned: extra.stagedScanned ?? 0,
       historyScanned: extra.historyScanned ?? 0,
       historyShallow: extra.historyShallow ?? false,
       skipped: this.skipped,
+      allowed,
     };
+  }
+}
+
+async function* hashed(
+  chunks: AsyncIterable<Uint8Array>,
+  hash: ReturnType<typeof createHash>,
+): AsyncGenerator<Uint8Array> {
+  for await (const chunk of chunks) {
+    hash.update(chunk);
+    yield chunk;
   }
 }
 
@@ -160,16 +223,17 @@ class PathScan {
  *   inside `root` only, and a tracked file missing from the working copy is read from the index;
  * - staged content that differs from the working copy, or that git does not compare with it
  *   (assume-unchanged, skip-worktree): findings marked "staged";
- * - with `history`, every blob reachable from HEAD that was not read above, each finding marked
- *   with a commit that holds it (`historyShallow`: the clone is shallow, and holds only part of
- *   that history).
+ * - with `history`, every blob reachable from HEAD that was not read above, and with `allRefs`
+ *   every blob reachable from any ref (branches, tags, remote-tracking branches, every stash
+ *   entry), each finding marked with a commit that holds it (`historyShallow`: the clone is
+ *   shallow, and holds only part of that history).
  */
 export async function scanProject(
   root: string,
-  options: { history?: boolean } = {},
+  options: ScanOptions & { history?: boolean; allRefs?: boolean } = {},
 ): Promise<ScanReport> {
   const realRoot = await Deno.realPath(root);
-  const scan = new PathScan();
+  const scan = new PathScan(options.allow ?? EMPTY_ALLOW_LIST);
   // The project is read file by file below; a link back to its root must not walk it again.
   scan.markSeen(realRoot);
   const files = await projectFiles(root);
@@ -195,7 +259,7 @@ export async function scanProject(
   const relative = (path: string) =>
     path.startsWith(`${root}/`) ? path.slice(root.length + 1) : path;
   for (const finding of scan.findings.splice(0)) {
-    scan.findings.push({ ...finding, file: relative(finding.file) });
+    scan.findings.push(amend(finding, { file: relative(finding.file) }));
   }
   for (const skip of scan.skipped) skip.file = relative(skip.file);
 
@@ -210,15 +274,19 @@ export async function scanProject(
 
   let historyScanned = 0;
   let historyShallow = false;
-  if (options.history) {
+  if (options.history || options.allRefs) {
     historyShallow = await isShallow(root);
-    const past = (await historyBlobs(root)).filter((blob) => !read.has(blob.sha));
+    const past = (await historyBlobs(root, { allRefs: options.allRefs }))
+      .filter((blob) => !read.has(blob.sha));
     historyScanned = await scanBlobs(root, past, (ref) => `commit ${ref.commit}`, scan, read);
   }
-  return scan.report({ stagedScanned, historyScanned, historyShallow });
+  return await scan.report({ stagedScanned, historyScanned, historyShallow });
 }
 
-/** Scans the blobs into `scan`, adding each one's sha to `read`; returns how many were text. */
+/**
+ * Scans the blobs into `scan`, adding each one's sha to `read`; returns how many were text. A
+ * finding carries its blob's id; a binary blob is named among the skipped, with its source.
+ */
 async function scanBlobs(
   root: string,
   refs: readonly BlobRef[],
@@ -231,9 +299,12 @@ async function scanBlobs(
     const source = sourceOf(blob.ref);
     const { findings, binary } = await scanBytes(blob.chunks, blob.ref.path, source);
     read.add(blob.ref.sha);
-    if (binary) continue;
+    if (binary) {
+      scan.skipped.push({ file: blob.ref.path, reason: "binary", source });
+      continue;
+    }
     scanned++;
-    scan.findings.push(...findings);
+    for (const finding of findings) scan.findings.push(amend(finding, { blob: blob.ref.sha }));
   }
   return scanned;
 }
@@ -257,10 +328,14 @@ export async function projectFiles(root: string): Promise<string[]> {
   return [...new Set(files)].sort();
 }
 
+/** `file:line:column: kind: masked (source) fingerprint <16 hex digits>`. */
 export function formatFinding(finding: Finding): string {
   const where = `${finding.file}:${finding.line}:${finding.column}`;
   const source = finding.source === undefined ? "" : ` (${finding.source})`;
-  return `${where}: ${finding.kind}: ${finding.masked}${source}`;
+  const fingerprint = finding.fingerprint === undefined
+    ? ""
+    : ` fingerprint ${finding.fingerprint}`;
+  return `${where}: ${finding.kind}: ${finding.masked}${source}${fingerprint}`;
 }
 
 /** What to do about findings: the keys are compromised, whatever happens to the files now. */
