@@ -823,7 +823,7 @@ async function nextCase(rng: Rng, f: Fixtures, revealToken: string): Promise<Cas
           }a`,
         () => `/api/secrets?secretType=${pct(SQL_FRAGMENTS[1])}&user_id=*`,
         () => "/functions/v1/_shared/db.ts",
-        () => "/supabase/migrations/20261122000000_wallet_vault.sql",
+        () => "/supabase/migrations/20261126100500_vault.sql",
         () => "/.local/dev-keys.json",
         () => "/settings/../.local/dev-keys.json",
         () => "/%2e%2e/%2e%2e/etc/passwd",

@@ -2,10 +2,11 @@
  * The vault's statements keep their plans when the service connects as a role that owns none of
  * the functions (a least-privilege login role beside the migrations' owner): a PL/pgSQL plan that
  * reads a table under row-level security belongs to the role it was made as, and a function called
- * both as the service's role and, through a security definer function, as the owner was planned
- * again at every switch (migration 20261125030000): the live-session check twice a GET, the
- * rate-limit counter whenever a connection went from a sign-in to a PUT or back. Counted with Postgres's own debug_print_plan,
- * which reports each planning to the client: no timing involved.
+ * both as the service's role and, through a security definer function, as the owner would be
+ * planned again at every switch: the live-session check twice a GET, the rate-limit counter
+ * whenever a connection goes from a sign-in to a PUT or back (so both are security definer:
+ * supabase/migrations/*_identity_and_sessions.sql, *_rate_limits.sql). Counted with Postgres's own
+ * debug_print_plan, which reports each planning to the client: no timing involved.
  *
  * Postgres only: skipped, saying so, without DATABASE_URL.
  */

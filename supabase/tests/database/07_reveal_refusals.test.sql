@@ -1,4 +1,4 @@
--- Reveals refused for their server token (migration 20261126010000): each is counted against the
+-- Reveals refused for their server token (public.refuse_reveal): each is counted against the
 -- client address's budget, and with a live session recorded as a 'reveal_refused' event naming no
 -- type, up to the first refusal over the budget in a window, per client and per creator. Only the
 -- service may call it.

@@ -1,7 +1,7 @@
--- Creator controls (migration 20261126030000): the new columns; a creator's sessions readable by
--- that creator alone, under row-level security; a refresh noted on its session; saves told from
--- replacements; the kill switch folded into the reveal; a confirmation nonce spent only for its
--- purpose, by its session (and never by sign-in); the account deleted with its trail kept.
+-- Creator controls: the columns they need; a creator's sessions readable by that creator alone,
+-- under row-level security; a refresh noted on its session; saves told from replacements; the kill
+-- switch folded into the reveal; a confirmation nonce spent only for its purpose, by its session
+-- (and never by sign-in); the account deleted with its trail kept.
 begin;
 create extension if not exists pgtap with schema extensions;
 select plan(43);
