@@ -10,14 +10,9 @@
  *
  * Erasable TypeScript only: the local server serves it to browsers as is.
  */
-import {
-  type Eip1193Provider,
-  personalSign,
-  providerErrorCode,
-  requestAccount,
-  USER_REJECTED_REQUEST,
-} from "./eip1193.ts";
-import { SignatureRejectedError, VaultError } from "./errors.ts";
+import { type Eip1193Provider, personalSign, requestAccount, walletFailure } from "./eip1193.ts";
+import { VaultError } from "./errors.ts";
+import { notSignedIn } from "./session-refresh.ts";
 import type { VaultSession } from "./session-storage.ts";
 import { signInMessageMismatch } from "./sign-in-message.ts";
 import type {
@@ -105,7 +100,7 @@ export function createCreatorControls(deps: CreatorControlsDeps): CreatorControl
     act: (proof: Proof) => Promise<T>,
   ): Promise<T> {
     const session = await readSession();
-    if (session === null) throw new VaultError("not_signed_in", "Sign in with your wallet first.");
+    if (session === null) throw notSignedIn();
     const wallet = session.user.walletAddress;
     let account: string | null = null;
     if (typeof signer !== "function") {
@@ -144,7 +139,9 @@ export function createCreatorControls(deps: CreatorControlsDeps): CreatorControl
         ? await (signer as (request: FreshSignatureRequest) => Promise<string>)(request)
         : await personalSign(signer as Eip1193Provider, message, account);
     } catch (error) {
-      throw error instanceof VaultError ? error : walletFailure(error, "sign");
+      throw error instanceof VaultError
+        ? error
+        : walletFailure(error, "sign", "You declined to sign in your wallet; nothing was done.");
     }
     if (typeof signature !== "string") {
       throw new VaultError("wallet_error", "The wallet returned no signature.");
@@ -216,20 +213,4 @@ function sessionIdOf(accessToken: string): string | null {
   } catch {
     return null;
   }
-}
-
-function walletFailure(error: unknown, step: "connect" | "sign"): VaultError {
-  if (providerErrorCode(error) === USER_REJECTED_REQUEST) {
-    const rejected = new SignatureRejectedError(step, error);
-    if (step === "sign") {
-      rejected.message = "You declined to sign in your wallet; nothing was done.";
-    }
-    return rejected;
-  }
-  const reason = (error as { message?: unknown } | null)?.message;
-  return new VaultError(
-    "wallet_error",
-    typeof reason === "string" && reason !== "" ? reason : "The wallet could not complete this.",
-    { cause: error },
-  );
 }

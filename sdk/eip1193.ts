@@ -5,6 +5,7 @@
  * Written in erasable TypeScript only (no enums, namespaces or parameter properties): the local
  * server strips the types and serves it to browsers as is.
  */
+import { SignatureRejectedError, VaultError } from "./errors.ts";
 
 export interface Eip1193RequestArguments {
   readonly method: string;
@@ -23,11 +24,32 @@ export interface ProviderRpcError {
 }
 
 /** The user rejected the request (EIP-1193). */
-export const USER_REJECTED_REQUEST = 4001;
-/** The wallet has no account authorized for this site, or is locked. */
-export const UNAUTHORIZED = 4100;
+const USER_REJECTED_REQUEST = 4001;
 
-export function providerErrorCode(error: unknown): number | null {
+/**
+ * A wallet's failure to connect or to sign, as the client's error: SignatureRejectedError when the
+ * creator declined (with `declined` as its message when given), else wallet_error with the wallet's
+ * own reason.
+ */
+export function walletFailure(
+  error: unknown,
+  step: "connect" | "sign",
+  declined?: string,
+): VaultError {
+  if (providerErrorCode(error) === USER_REJECTED_REQUEST) {
+    const rejected = new SignatureRejectedError(step, error);
+    if (declined !== undefined) rejected.message = declined;
+    return rejected;
+  }
+  const reason = (error as { message?: unknown } | null)?.message;
+  return new VaultError(
+    "wallet_error",
+    typeof reason === "string" && reason !== "" ? reason : "The wallet could not complete this.",
+    { cause: error },
+  );
+}
+
+function providerErrorCode(error: unknown): number | null {
   // Wallets nest the real error differently (ethers wraps it in `error`, some in `data.originalError`),
   // and some wrap a rejection in a code of their own (MetaMask: -32603 around a 4001): a rejection
   // anywhere is the answer, else the outermost code.

@@ -15,7 +15,7 @@ export const DEFAULT_TIMEOUT_MS = 10_000;
  * The longest the browser client waits for one answer. A refresh is tried twice at most, and both
  * tries must fit the service's retry grace: two of these (RETRY_GRACE_SECONDS in refresh.ts).
  */
-export const MAX_BROWSER_TIMEOUT_MS = 60_000;
+const MAX_BROWSER_TIMEOUT_MS = 60_000;
 
 /**
  * The parsed JSON of a 2xx answer (undefined for a 204), else a VaultError: the service's own

@@ -4,6 +4,7 @@
  */
 import type { ProviderReadiness } from "../functions/_shared/vault/provider-routing.ts";
 import type { SecretType } from "../functions/_shared/vault/secret-types.ts";
+import type { NonceResponse } from "./sign-in-message.ts";
 
 export type { ErrorCode } from "../functions/_shared/http/errors.ts";
 export type { ProviderId, SecretType, StepKind } from "../functions/_shared/vault/secret-types.ts";
@@ -58,14 +59,8 @@ export interface RevealedSecret {
 export type ConfirmPurpose = "unlock" | "sign_out_sessions" | "delete_account";
 
 /** The body of `POST /auth/confirm/nonce`: a nonce for one act and the message to sign for it. */
-export interface FreshSignatureRequest {
+export interface FreshSignatureRequest extends NonceResponse {
   readonly purpose: ConfirmPurpose;
-  readonly nonce: string;
-  readonly issuedAt: string;
-  readonly expiresAt: string;
-  readonly domain: string;
-  readonly uri: string;
-  readonly chainId: number;
   readonly version: "1";
   /** What the signature authorizes, fixed per purpose. */
   readonly statement: string;

@@ -34,7 +34,7 @@ export interface ConnectionLimits {
   readonly maxConnections: number;
 }
 
-export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
+const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
   headerTimeoutMs: 10_000,
   bodyTimeoutMs: 30_000,
   maxConnections: 256,

@@ -15,13 +15,7 @@
 import * as nodeModule from "node:module";
 import { ServiceError } from "../functions/_shared/http/errors.ts";
 import type { Handler } from "../functions/_shared/http/router.ts";
-import {
-  PROVIDER_IDS,
-  PROVIDERS,
-  SECRET_TYPE_INFO,
-  SECRET_TYPES,
-  STEP_KINDS,
-} from "../functions/_shared/vault/secret-types.ts";
+import * as registered from "../functions/_shared/vault/secret-types.ts";
 
 const ROOT = new URL("../", import.meta.url);
 
@@ -52,12 +46,13 @@ export const STATIC_ASSETS: Readonly<Record<string, Asset>> = {
     contentType: "text/css; charset=utf-8",
   },
   "/settings/registry.json": { kind: "json", body: registry },
-  // The browser client (sdk/), at the URLs it was first published at.
+  // The browser client (sdk/), at the URLs pages import it from.
   "/client/vault-client.js": { kind: "typescript", file: "sdk/browser.ts" },
   "/client/creator-controls.js": { kind: "typescript", file: "sdk/creator-controls.ts" },
   "/client/eip1193.js": { kind: "typescript", file: "sdk/eip1193.ts" },
   "/client/errors.js": { kind: "typescript", file: "sdk/errors.ts" },
   "/client/service-call.js": { kind: "typescript", file: "sdk/service-call.ts" },
+  "/client/session-refresh.js": { kind: "typescript", file: "sdk/session-refresh.ts" },
   "/client/session-storage.js": { kind: "typescript", file: "sdk/session-storage.ts" },
   "/client/sign-in-message.js": { kind: "typescript", file: "sdk/sign-in-message.ts" },
 };
@@ -72,7 +67,8 @@ const PUBLIC_PATH_OF_FILE = new Map(
  * The secret-type registry as the page needs it, generated from functions/_shared/vault/secret-types.ts
  * so the purposes shown are the service's own.
  */
-export function registry() {
+function registry() {
+  const { PROVIDER_IDS, PROVIDERS, SECRET_TYPE_INFO, SECRET_TYPES, STEP_KINDS } = registered;
   return {
     secretTypes: SECRET_TYPES.map((secretType) => ({
       secretType,
@@ -140,7 +136,7 @@ const { stripTypeScriptTypes } = nodeModule as unknown as {
 };
 
 /** Strips the types of one client module and points its relative imports at their public URLs. */
-export async function transpile(file: string): Promise<string> {
+async function transpile(file: string): Promise<string> {
   const source = await Deno.readTextFile(new URL(file, ROOT));
   const code = stripTypeScriptTypes(source, { mode: "strip" });
   return code.replace(

@@ -4,12 +4,21 @@
  * same refusals.
  */
 import assert from "node:assert/strict";
-import {
-  fromBase64InJavaScript,
-  fromHexInJavaScript,
-  toBase64UrlInJavaScript,
-  toHexInJavaScript,
-} from "../functions/_shared/bytes.ts";
+import * as inJavaScript from "./support/javascript-codecs.ts";
+
+const {
+  fromBase64: fromBase64InJavaScript,
+  fromHex: fromHexInJavaScript,
+  toBase64Url: toBase64UrlInJavaScript,
+  toHex: toHexInJavaScript,
+} = inJavaScript;
+
+Deno.test("the codecs under test are the JavaScript ones, and the engine's are back", () => {
+  assert.equal(typeof Uint8Array.prototype.toHex, "function");
+  assert.equal(typeof Uint8Array.fromBase64, "function");
+  assert.doesNotMatch(String(toHexInJavaScript), /toHex\(\)/);
+  assert.doesNotMatch(String(fromBase64InJavaScript), /Uint8Array\.fromBase64/);
+});
 
 const samples = [
   new Uint8Array(0),

@@ -6,16 +6,9 @@
  * over a real socket through the local server.
  */
 import assert from "node:assert/strict";
-import {
-  type ClientIpSource,
-  ConfigError,
-  parseConfig,
-} from "../functions/_shared/config/config.ts";
-import {
-  clientIp,
-  rateLimitAddress,
-  UNKNOWN_CLIENT,
-} from "../functions/_shared/auth/rate-limit.ts";
+import { ConfigError, parseConfig } from "../functions/_shared/config/config.ts";
+import type { ClientIpSource } from "../functions/_shared/config/app-config.ts";
+import { clientIp } from "../functions/_shared/auth/rate-limit.ts";
 import { atEdge } from "../server/app.ts";
 import { TEST_ORIGIN, type TestApp, testEnv } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
@@ -26,6 +19,13 @@ const CLOUDFLARE: ClientIpSource = { header: "cf-connecting-ip", trustedHops: 1 
 
 const withHeaders = (headers: Record<string, string>) =>
   new Request(`${TEST_ORIGIN}/api/auth/nonce`, { method: "POST", headers });
+
+/** The bucket every request shares when no trustworthy address can be read. */
+const UNKNOWN_CLIENT = "unknown";
+
+/** The bucket of a request whose single-address header holds `address`. */
+const rateLimitAddress = (address: string) =>
+  clientIp(withHeaders({ "cf-connecting-ip": address }), CLOUDFLARE);
 
 /** What a client could put first in X-Forwarded-For: a new address on every request. */
 const randomIp = () => {

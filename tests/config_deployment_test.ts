@@ -5,7 +5,6 @@
  */
 import assert from "node:assert/strict";
 import { FUNCTION_DEFAULTS, parseConfig } from "../functions/_shared/config/config.ts";
-import { CLIENT_IP_HEADERS } from "../functions/_shared/config/env-schema.ts";
 import { generateDevKeys } from "../server/dev-keys.ts";
 import { problemsOf, productionEnv, productionProblems } from "./support/config-env.ts";
 
@@ -13,18 +12,11 @@ const HEADER_LIST = "CLIENT_IP_HEADER: must be one of x-forwarded-for, x-real-ip
   "cf-connecting-ip, true-client-ip, fastly-client-ip, fly-client-ip, x-client-ip, " +
   "x-cluster-client-ip, x-appengine-user-ip (a header a trusted proxy sets to the client's address)";
 
+/** The headers the refusal lists, which are the ones accepted (each is, below). */
+const CLIENT_IP_HEADERS = /one of (.+) \(/.exec(HEADER_LIST)![1].split(", ");
+
 Deno.test("CLIENT_IP_HEADER names a proxy's client-address header from a closed list, any case", () => {
-  assert.deepEqual(CLIENT_IP_HEADERS, [
-    "x-forwarded-for",
-    "x-real-ip",
-    "cf-connecting-ip",
-    "true-client-ip",
-    "fastly-client-ip",
-    "fly-client-ip",
-    "x-client-ip",
-    "x-cluster-client-ip",
-    "x-appengine-user-ip",
-  ]);
+  assert.equal(CLIENT_IP_HEADERS.length, 9);
   for (const header of CLIENT_IP_HEADERS) {
     const given = ` ${header.toUpperCase()} `;
     const env = { ...generateDevKeys(), CLIENT_IP_HEADER: given };

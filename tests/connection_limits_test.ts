@@ -12,8 +12,8 @@ import { router } from "../functions/_shared/http/router.ts";
 import type { ServiceError } from "../functions/_shared/http/errors.ts";
 import { errorResponse } from "../functions/_shared/http/responses.ts";
 import {
+  type ConnectionLimits,
   connectionLimitsFromEnv,
-  DEFAULT_CONNECTION_LIMITS,
   type LimitedServer,
   serveWithLimits,
 } from "../server/connection-limits.ts";
@@ -99,7 +99,7 @@ async function readAnswer(conn: Deno.Conn): Promise<{ status: number; body: stri
 const write = (conn: Deno.Conn, text: string) => conn.write(encoder.encode(text));
 
 function serve(
-  limits: Partial<typeof DEFAULT_CONNECTION_LIMITS>,
+  limits: Partial<ConnectionLimits>,
   handler: Deno.ServeHandler<Deno.NetAddr> = () => new Response("ok"),
 ): LimitedServer & AsyncDisposable {
   const server = serveWithLimits({ hostname: "127.0.0.1", port: 0, limits }, handler);
@@ -385,6 +385,12 @@ Deno.test("a request made straight to the internal port is refused with 421", as
 });
 
 Deno.test("limits come from LOCAL_* variables, and a bad value is refused naming it", () => {
+  // The defaults the server prints at start (README).
+  const DEFAULT_CONNECTION_LIMITS = {
+    headerTimeoutMs: 10_000,
+    bodyTimeoutMs: 30_000,
+    maxConnections: 256,
+  };
   assert.deepEqual(connectionLimitsFromEnv({}), DEFAULT_CONNECTION_LIMITS);
   assert.deepEqual(
     connectionLimitsFromEnv({

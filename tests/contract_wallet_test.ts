@@ -19,13 +19,14 @@ import { bytesToHex } from "@noble/hashes/utils";
 import { ConfigError, parseConfig } from "../functions/_shared/config/config.ts";
 import { createServiceContext } from "../functions/_shared/context.ts";
 import {
-  encodeValidatorCall,
+  createContractSignatureVerifier,
   MAX_CONTRACT_SIGNATURE_BYTES,
 } from "../functions/_shared/chain/contract-signatures.ts";
-import { ERC6492_VALIDATOR_INIT_CODE_HEX } from "../functions/_shared/chain/erc6492-validator.ts";
+import { ERC6492_VALIDATOR_INIT_CODE } from "../functions/_shared/chain/erc6492-validator.ts";
 import { createChainRpc } from "../functions/_shared/chain/chain-rpc.ts";
 import { ServiceError } from "../functions/_shared/http/errors.ts";
-import { type LogFields, type Logger, silentLogger } from "../functions/_shared/http/log.ts";
+import { type LogFields, type Logger } from "../functions/_shared/http/log.ts";
+import { silentLogger } from "./support/log.ts";
 import { createLocalApp } from "../server/app.ts";
 import {
   bearer,
@@ -74,26 +75,41 @@ const INITIALIZE_ABI = parseAbi(["function initialize(address newOwner)"]);
 // ---------------------------------------------------------------------------------------------
 // Without a chain
 
+const VALIDATOR_INIT_CODE = `0x${bytesToHex(ERC6492_VALIDATOR_INIT_CODE)}` as Hex;
+
 Deno.test("the committed ERC-6492 validator bytecode is exactly what its committed source compiles to", async () => {
-  assert.equal(await compileValidator(), `0x${ERC6492_VALIDATOR_INIT_CODE_HEX}`);
+  assert.equal(await compileValidator(), VALIDATOR_INIT_CODE);
 });
 
-Deno.test("the hand-written ABI encoding of the validator's call equals viem's", () => {
+Deno.test("the hand-written ABI encoding of the validator's call equals viem's", async () => {
   const chainIds = [1, 8453, 2 ** 32 + 7, Number.MAX_SAFE_INTEGER];
+  // The call the verifier sends, caught before any RPC: a revert reads as the wallet's no.
+  const sent: Uint8Array[] = [];
+  const verifier = createContractSignatureVerifier({
+    chainIds,
+    call: (_chainId, call) => (sent.push(call.data), Promise.resolve({ reverted: true })),
+    unavailable: () => new ServiceError("chain_unavailable", "unused"),
+  });
   for (const [i, length] of [0, 1, 31, 32, 33, 65, 400, 1000].entries()) {
     const chainId = chainIds[i % chainIds.length];
     const hash = crypto.getRandomValues(new Uint8Array(32));
     const signature = crypto.getRandomValues(new Uint8Array(length));
     const signer = `0x${bytesToHex(crypto.getRandomValues(new Uint8Array(20)))}` as Hex;
+    const signal = AbortSignal.timeout(1000);
     assert.equal(
-      `0x${bytesToHex(encodeValidatorCall(chainId, signer, hash, signature))}`,
+      await verifier.verify({ chainId, address: signer, hash, signature, signal }),
+      false,
+    );
+    assert.equal(
+      `0x${bytesToHex(sent.at(-1)!)}`,
       encodeDeployData({
         abi: VALIDATOR_ABI,
-        bytecode: `0x${ERC6492_VALIDATOR_INIT_CODE_HEX}`,
+        bytecode: VALIDATOR_INIT_CODE,
         args: [BigInt(chainId), signer, `0x${bytesToHex(hash)}`, `0x${bytesToHex(signature)}`],
       }),
     );
   }
+  assert.equal(sent.length, 8);
 });
 
 Deno.test("CHAIN_RPC_URLS is read as <chainId>=<url> pairs, and a bad entry is named without its URL", () => {

@@ -12,7 +12,7 @@ import { createSiweMessage } from "viem/siwe";
 import type { ContractSignatureVerifier } from "../functions/_shared/chain/contract-signature-verifier.ts";
 import { createServiceContext } from "../functions/_shared/context.ts";
 import type { Database } from "../functions/_shared/db/db.ts";
-import { silentLogger } from "../functions/_shared/http/log.ts";
+import { silentLogger } from "./support/log.ts";
 import { createLocalApp } from "../server/app.ts";
 import { asCreator } from "./support/as-creator.ts";
 import { newWallet, type SignedIn, signIn, TEST_ORIGIN, type TestApp } from "./support/app.ts";

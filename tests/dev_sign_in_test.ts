@@ -132,8 +132,8 @@ describeWithDatabase("deno task sign-in", {
         assert.deepEqual((await list.json()).secrets, []);
 
         // Another session of the same wallet: a global logout from it ends the first one too.
-        const session = await app.context.sessions.verifyToken(token);
-        const other = await app.context.sessions.verifyToken(shell.OTHER_DEVICE_TOKEN!);
+        const session = await app.context.sessions.checkToken(token);
+        const other = await app.context.sessions.checkToken(shell.OTHER_DEVICE_TOKEN!);
         assert.equal(other.userId, session.userId);
         assert.notEqual(other.sessionId, session.sessionId);
 

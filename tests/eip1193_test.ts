@@ -3,14 +3,10 @@
  * wrapped, and chain ids in the shapes providers really return, never a misread chain.
  */
 import assert from "node:assert/strict";
-import {
-  type Eip1193Provider,
-  providerErrorCode,
-  requestChainId,
-  USER_REJECTED_REQUEST,
-} from "../sdk/eip1193.ts";
+import { type Eip1193Provider, requestChainId, walletFailure } from "../sdk/eip1193.ts";
+import { SignatureRejectedError, VaultError } from "../sdk/errors.ts";
 
-Deno.test("a 4001 is found however the wallet wraps it, and an outer code wins otherwise", () => {
+Deno.test("a 4001 is a refusal however the wallet wraps it; any other failure is the wallet's error", () => {
   const rejected = { code: 4001, message: "User rejected the request." };
   for (
     const error of [
@@ -21,12 +17,25 @@ Deno.test("a 4001 is found however the wallet wraps it, and an outer code wins o
       { message: "no outer code", data: { originalError: rejected } },
     ]
   ) {
-    assert.equal(providerErrorCode(error), USER_REJECTED_REQUEST, JSON.stringify(error));
+    const failure = walletFailure(error, "sign");
+    assert.ok(failure instanceof SignatureRejectedError, JSON.stringify(error));
+    assert.equal(failure.step, "sign");
+    assert.equal(failure.cause, error);
   }
-  assert.equal(providerErrorCode({ code: 4100, error: { code: -32000 } }), 4100);
-  assert.equal(providerErrorCode({ error: { code: -32000 } }), -32000);
-  assert.equal(providerErrorCode(new Error("plain")), null);
-  assert.equal(providerErrorCode(null), null);
+  assert.equal(walletFailure(rejected, "connect", "Declined.").message, "Declined.");
+  for (
+    const [error, message] of [
+      [{ code: 4100, message: "Locked", error: { code: -32000 } }, "Locked"],
+      [{ error: { code: -32000 } }, "The wallet could not complete this."],
+      [new Error("plain"), "plain"],
+      [null, "The wallet could not complete this."],
+    ] as const
+  ) {
+    const failure = walletFailure(error, "connect");
+    assert.ok(failure instanceof VaultError && !(failure instanceof SignatureRejectedError));
+    assert.equal(failure.code, "wallet_error");
+    assert.equal(failure.message, message);
+  }
 });
 
 Deno.test("eth_chainId: 0x-hex as EIP-1193 says, a decimal string or number as some answer, nothing else", async () => {

@@ -2,7 +2,7 @@
  * functions/_shared/auth/eth.ts and the message builder against viem, the library they replace in the
  * functions (tests still have it): EIP-55 checksums, EIP-191 personal-sign recovery and the
  * EIP-4361 layout must agree exactly, on seeded random keys, messages and fields. The
- * WebAssembly module is held equal to the references: its recovery (libsecp256k1) to
+ * WebAssembly module (secp256k1.ts) is held equal to the references: its recovery (libsecp256k1) to
  * @noble/curves on real signatures and on random ones, including the ones with no key to recover;
  * its Keccak-256 to @noble/hashes on inputs of every length across several blocks and chunks.
  */
@@ -12,17 +12,9 @@ import { keccak_256 } from "@noble/hashes/sha3";
 import { getAddress, type Hex, recoverMessageAddress } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { createSiweMessage } from "viem/siwe";
-import {
-  checksumAddress,
-  keccak256,
-  recoverPersonalSignAddress,
-  recoverPersonalSigner,
-  recoverPublicKey,
-} from "../functions/_shared/auth/eth.ts";
-import {
-  SECP256K1_WASM_BASE64,
-  SECP256K1_WASM_SHA256,
-} from "../functions/_shared/auth/secp256k1-wasm.ts";
+import { checksumAddress, recoverPersonalSigner } from "../functions/_shared/auth/eth.ts";
+import { keccak256, recoverPublicKey } from "../functions/_shared/auth/secp256k1.ts";
+import { SECP256K1_WASM_BASE64 } from "../functions/_shared/auth/secp256k1-wasm.ts";
 import { buildSiweMessage, type SiweFields } from "../functions/_shared/auth/siwe.ts";
 import { Rng, seedFromEnv } from "./support/fuzz.ts";
 
@@ -31,6 +23,9 @@ const rng = new Rng(SEED);
 const hex = (bytes: Uint8Array) =>
   Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 const randomKey = (): Hex => `0x${hex(rng.bytes(32))}`;
+/** The checksummed address that signed `message`, as viem's recoverMessageAddress names it. */
+const recoverPersonalSignAddress = (message: string, signature: Hex) =>
+  checksumAddress(recoverPersonalSigner(message, signature));
 
 Deno.test(`EIP-55: checksums equal viem's getAddress for 500 addresses, any input case (seed ${SEED})`, () => {
   for (let i = 0; i < 500; i++) {
@@ -201,7 +196,13 @@ Deno.test("secp256k1: recovery refuses a wrong-sized signature or hash and a rec
 Deno.test("secp256k1: the embedded WebAssembly is the module its build recorded (sha256)", async () => {
   const bytes = Uint8Array.from(atob(SECP256K1_WASM_BASE64), (c) => c.charCodeAt(0));
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
-  assert.equal(hex(digest), SECP256K1_WASM_SHA256);
+  const generated = await Deno.readTextFile(
+    new URL("../functions/_shared/auth/secp256k1-wasm.ts", import.meta.url),
+  );
+  const recorded = /^\/\/ The module below: (\d+) bytes, sha256 ([0-9a-f]{64})$/m.exec(generated);
+  assert.ok(recorded !== null, "build.sh records the module's size and sha256");
+  assert.equal(bytes.length, Number(recorded[1]));
+  assert.equal(hex(digest), recorded[2]);
 });
 
 Deno.test("EIP-191: recovery runs with the edge runtime's permissions only (--allow-net --allow-env, no file reads)", async () => {
@@ -209,14 +210,14 @@ Deno.test("EIP-191: recovery runs with the edge runtime's permissions only (--al
   const message = "edge shape";
   const signature = await account.signMessage({ message });
   const script = `
-    import { recoverPersonalSignAddress } from ${
+    import { checksumAddress, recoverPersonalSigner } from ${
     JSON.stringify(
       new URL("../functions/_shared/auth/eth.ts", import.meta.url).href,
     )
   };
-    console.log(recoverPersonalSignAddress(${JSON.stringify(message)}, ${
+    console.log(checksumAddress(recoverPersonalSigner(${JSON.stringify(message)}, ${
     JSON.stringify(signature)
-  }));`;
+  })));`;
   const output = await new Deno.Command(Deno.execPath(), {
     args: ["eval", "--no-prompt", "--allow-net", "--allow-env", script],
     cwd: new URL("..", import.meta.url).pathname,

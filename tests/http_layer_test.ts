@@ -13,7 +13,7 @@ import { json } from "../functions/_shared/http/responses.ts";
 import { isConnectionFailure, isDatabaseUnavailable } from "../functions/_shared/db/unavailable.ts";
 import { router, subpath } from "../functions/_shared/http/router.ts";
 import { CORS_ALLOWED_HEADERS, serve } from "../functions/_shared/http/serve.ts";
-import { silentLogger } from "../functions/_shared/http/log.ts";
+import { silentLogger } from "./support/log.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 
 async function expectError(response: Response, status: number, code: string) {

@@ -6,13 +6,17 @@
  */
 import assert from "node:assert/strict";
 import { buildSiweMessage } from "../functions/_shared/auth/siwe.ts";
-import { isLocalHost } from "../functions/_shared/config/local-stack.ts";
+import { localStackProblems } from "../functions/_shared/config/local-stack.ts";
 import { isLoopbackOrigin } from "../functions/_shared/http/local-origins.ts";
 import { isLoopbackHostname } from "../functions/_shared/http/loopback.ts";
 import { createVaultServerClient } from "../sdk/server.ts";
 import { appOn, bearer, newWallet, TEST_ORIGIN, type TestApp } from "./support/app.ts";
 import { productionEnv } from "./support/config-env.ts";
 import { openTestDatabase, testEngines } from "./support/database.ts";
+
+/** Whether the local-stack check takes a project at `host` for local. */
+const isLocalHost = (host: string) =>
+  localStackProblems("development", { SUPABASE_URL: `http://${host}:54321` }).length === 0;
 
 interface NonceAnswer {
   nonce: string;

@@ -11,7 +11,7 @@ import SwaggerParser from "@apidevtools/swagger-parser";
 import openapiTS, { astToString } from "openapi-typescript";
 import { API_ROUTES, createDeployedApiHandler } from "../functions/api/handler.ts";
 import { ERROR_STATUS } from "../functions/_shared/http/errors.ts";
-import { silentLogger } from "../functions/_shared/http/log.ts";
+import { silentLogger } from "./support/log.ts";
 import { serve } from "../functions/_shared/http/serve.ts";
 import { MAX_BODY_BYTES } from "../functions/_shared/http/bodies.ts";
 import { atEdge } from "../server/app.ts";

@@ -8,8 +8,11 @@ import assert from "node:assert/strict";
 import { decodeJwt, decodeProtectedHeader, SignJWT } from "jose";
 import type { Queryable } from "../functions/_shared/db/db.ts";
 import { ServiceError } from "../functions/_shared/http/errors.ts";
-import { createSessionTokens, TOKEN_ISSUER } from "../functions/_shared/auth/session-tokens.ts";
+import { createSessionTokens } from "../functions/_shared/auth/session-tokens.ts";
 import { base64url } from "./support/fuzz.ts";
+
+/** The `iss` every session token carries (docs/api.md). */
+const ISSUER = "wallet-proof";
 
 const SECRET = "a-test-jwt-secret-of-more-than-32-characters";
 const USER = "0b8f4c2e-5d7a-4e1b-9c3f-2a6d8e0f1b2c";
@@ -17,9 +20,9 @@ const SESSION = "7e1d3a5c-9b2f-4c6e-8a0d-1f3b5d7e9a2c";
 const WALLET = "0x6e1423545095b980022b08b55705720456B43371";
 const T0 = Date.parse("2026-11-22T10:00:00Z");
 
-/** verifyToken must decide from the token alone; any query would be a bug in this layer. */
+/** checkToken must decide from the token alone; any query would be a bug in this layer. */
 const noDatabase: Queryable = {
-  query: () => Promise.reject(new Error("verifyToken must not query the database")),
+  query: () => Promise.reject(new Error("checkToken must not query the database")),
   execScript: () => Promise.reject(new Error("unused")),
 };
 
@@ -60,7 +63,7 @@ const validClaims = () => ({
   sub: USER,
   role: "authenticated",
   aud: "authenticated",
-  iss: TOKEN_ISSUER,
+  iss: ISSUER,
   iat: T0 / 1000,
   exp: T0 / 1000 + 3600,
   session_id: SESSION,
@@ -76,12 +79,12 @@ Deno.test("an issued token carries Supabase's claims and verifies to the same id
     wallet_address: WALLET,
     sub: USER,
     aud: "authenticated",
-    iss: TOKEN_ISSUER,
+    iss: ISSUER,
     iat: T0 / 1000,
     exp: T0 / 1000 + 3600,
   });
   assert.equal(expiresAt, T0 / 1000 + 3600);
-  const session = await tokens().verifyToken(accessToken);
+  const session = await tokens().checkToken(accessToken);
   assert.equal(session.userId, USER);
   assert.equal(session.sessionId, SESSION);
   assert.equal(session.walletAddress, WALLET);
@@ -93,22 +96,22 @@ Deno.test("an issued token carries Supabase's claims and verifies to the same id
     wallet_address: WALLET,
   });
   // A token we signed by hand with the same claims is just as good (the format is the contract).
-  await tokens().verifyToken(await sign(validClaims()));
+  await tokens().checkToken(await sign(validClaims()));
 });
 
 Deno.test("an expired token is token_expired, also after it was verified while fresh", async () => {
   let now = T0;
   const verifier = tokens({ now: () => now, ttl: 60 });
   const { accessToken } = await verifier.issue(identity);
-  await verifier.verifyToken(accessToken);
+  await verifier.checkToken(accessToken);
   now = T0 + 59_000;
-  await verifier.verifyToken(accessToken);
+  await verifier.checkToken(accessToken);
   now = T0 + 60_000; // exp is exclusive: no tolerance
-  await rejectsCode(verifier.verifyToken(accessToken), "token_expired");
+  await rejectsCode(verifier.checkToken(accessToken), "token_expired");
   now = T0 + 86_400_000;
-  await rejectsCode(verifier.verifyToken(accessToken), "token_expired");
+  await rejectsCode(verifier.checkToken(accessToken), "token_expired");
   await rejectsCode(
-    tokens({ now: () => T0 + 3_600_000 }).verifyToken(accessToken),
+    tokens({ now: () => T0 + 3_600_000 }).checkToken(accessToken),
     "token_expired",
   );
 });
@@ -134,7 +137,7 @@ Deno.test("tampered tokens are invalid_token: payload, header or signature chang
     "empty": "",
   };
   for (const [why, token] of Object.entries(cases)) {
-    await rejectsCode(tokens().verifyToken(token), "invalid_token", why);
+    await rejectsCode(tokens().checkToken(token), "invalid_token", why);
   }
 });
 
@@ -143,32 +146,32 @@ Deno.test('alg "none", another algorithm and another secret are invalid_token', 
   const unsigned = `${base64url(JSON.stringify({ alg: "none", typ: "JWT" }))}.${
     base64url(JSON.stringify(claims))
   }.`;
-  await rejectsCode(tokens().verifyToken(unsigned), "invalid_token", "alg none");
+  await rejectsCode(tokens().checkToken(unsigned), "invalid_token", "alg none");
   // "none" with a signature part left on, and with a lowercase spelling.
   const { accessToken } = await tokens().issue(identity);
   await rejectsCode(
-    tokens().verifyToken(`${unsigned}${accessToken.split(".")[2]}`),
+    tokens().checkToken(`${unsigned}${accessToken.split(".")[2]}`),
     "invalid_token",
     "alg none with a signature",
   );
   await rejectsCode(
-    tokens().verifyToken(
+    tokens().checkToken(
       `${base64url(JSON.stringify({ alg: "None" }))}.${base64url(JSON.stringify(claims))}.`,
     ),
     "invalid_token",
     "alg None",
   );
   // Same secret, another HMAC: algorithm switching is refused, not just unknown keys.
-  await rejectsCode(tokens().verifyToken(await sign(claims, { alg: "HS512" })), "invalid_token");
-  await rejectsCode(tokens().verifyToken(await sign(claims, { alg: "HS384" })), "invalid_token");
+  await rejectsCode(tokens().checkToken(await sign(claims, { alg: "HS512" })), "invalid_token");
+  await rejectsCode(tokens().checkToken(await sign(claims, { alg: "HS384" })), "invalid_token");
   await rejectsCode(
-    tokens().verifyToken(await sign(claims, { secret: `${SECRET}-but-another` })),
+    tokens().checkToken(await sign(claims, { secret: `${SECRET}-but-another` })),
     "invalid_token",
     "wrong secret",
   );
   // The mirror image: our token checked by a verifier with another secret.
   await rejectsCode(
-    tokens({ secret: "another-secret-of-more-than-32-characters!!" }).verifyToken(accessToken),
+    tokens({ secret: "another-secret-of-more-than-32-characters!!" }).checkToken(accessToken),
     "invalid_token",
   );
 });
@@ -190,6 +193,6 @@ Deno.test("tokens for another audience or issuer, or without our claims, are inv
   for (const [why, change] of Object.entries(cases)) {
     const claims: Record<string, unknown> = { ...validClaims(), ...change };
     for (const key of Object.keys(claims)) if (claims[key] === undefined) delete claims[key];
-    await rejectsCode(tokens().verifyToken(await sign(claims)), "invalid_token", why);
+    await rejectsCode(tokens().checkToken(await sign(claims)), "invalid_token", why);
   }
 });

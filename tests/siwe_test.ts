@@ -1,7 +1,8 @@
 /**
- * EIP-4361 / EIP-191 in isolation (functions/_shared/auth/siwe.ts): nonces, the strict parser checked
- * against the reference parser the wallets use (`siwe` → `@spruceid/siwe-parser`), the policy
- * checks in their order, and signatures from real keys, including malformed and high-s ones.
+ * EIP-4361 / EIP-191 in isolation (functions/_shared/auth/siwe.ts, siwe-parser.ts): nonces, the
+ * strict parser checked against the reference parser the wallets use (`siwe` →
+ * `@spruceid/siwe-parser`), the policy checks in their order, and signatures from real keys,
+ * including malformed and high-s ones.
  */
 import assert from "node:assert/strict";
 import { SiweMessage } from "siwe";
@@ -13,11 +14,11 @@ import {
   buildSiweMessage,
   checkSiweMessage,
   generateNonce,
-  parseSiweMessage,
   type SiwePolicy,
   toStatement,
   verifySignature,
 } from "../functions/_shared/auth/siwe.ts";
+import { parseSiweMessage } from "../functions/_shared/auth/siwe-parser.ts";
 import { Rng, seedFromEnv } from "./support/fuzz.ts";
 
 const ORIGIN = "https://app.example.com";

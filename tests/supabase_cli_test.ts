@@ -11,7 +11,7 @@
  * CI=true, where that fails.
  */
 import assert from "node:assert/strict";
-import { FUNCTION_NAMES } from "../functions/api/handler.ts";
+import { FUNCTION_NAMES } from "./support/function-names.ts";
 import { OLDER_DENO_VERSION } from "./support/older-deno.ts";
 
 /** Keep equal to SUPABASE_CLI_VERSION in .ci/run. */

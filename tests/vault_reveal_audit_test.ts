@@ -7,7 +7,8 @@
  */
 import assert from "node:assert/strict";
 import type { Database } from "../functions/_shared/db/db.ts";
-import { type Logger, silentLogger } from "../functions/_shared/http/log.ts";
+import { type Logger } from "../functions/_shared/http/log.ts";
+import { silentLogger } from "./support/log.ts";
 import { bearer, signIn, TEST_ORIGIN, type TestApp } from "./support/app.ts";
 import { atCommit } from "./support/at-commit.ts";
 import { auditTrail, countedService } from "./support/counted-service.ts";

@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import type { LogFields, Logger } from "../functions/_shared/http/log.ts";
-import { createOverBudgetClients } from "../functions/user-secrets/reveal-token.ts";
+import { createOverBudgetClients } from "../functions/user-secrets/over-budget-clients.ts";
 import { bearer, type SignedIn, signIn, TEST_ORIGIN, type TestApp } from "./support/app.ts";
 import { auditTrail, countedService } from "./support/counted-service.ts";
 import { describeWithDatabase } from "./support/suite.ts";

@@ -8,7 +8,7 @@ import { decodeJwt } from "jose";
 import { createServiceContext } from "../functions/_shared/context.ts";
 import { asCreator, type CreatorClaims } from "./support/as-creator.ts";
 import type { EncryptionKeySpec } from "../functions/_shared/config/keyring.ts";
-import { silentLogger } from "../functions/_shared/http/log.ts";
+import { silentLogger } from "./support/log.ts";
 import { SECRET_TYPES, type SecretType } from "../functions/_shared/vault/secret-types.ts";
 import { createSessionTokens } from "../functions/_shared/auth/session-tokens.ts";
 import { importKeyring } from "../functions/_shared/vault/vault-crypto.ts";

@@ -27,14 +27,14 @@ const NIBBLES = Int8Array.from(
 );
 
 /** Lower-case hex, two digits a byte, as `toHex` writes it. */
-export function toHexInJavaScript(bytes: Uint8Array): string {
+function toHexInJavaScript(bytes: Uint8Array): string {
   let text = "";
   for (const byte of bytes) text += HEX_DIGITS[byte];
   return text;
 }
 
 /** Either case; throws SyntaxError, as `fromHex` does, for an odd length or a non-hex character. */
-export function fromHexInJavaScript(text: string): Uint8Array<ArrayBuffer> {
+function fromHexInJavaScript(text: string): Uint8Array<ArrayBuffer> {
   if (text.length % 2 !== 0) throw new SyntaxError("Input is not a valid hex string");
   const bytes = new Uint8Array(text.length / 2);
   for (let i = 0; i < bytes.length; i++) {
@@ -47,14 +47,14 @@ export function fromHexInJavaScript(text: string): Uint8Array<ArrayBuffer> {
 }
 
 /** base64url without padding, in JavaScript. */
-export function toBase64UrlInJavaScript(bytes: Uint8Array): string {
+function toBase64UrlInJavaScript(bytes: Uint8Array): string {
   let binary = "";
   for (const byte of bytes) binary += String.fromCharCode(byte);
   return btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
 }
 
 /** Standard base64, padded or not; throws SyntaxError, as `fromBase64` does, for anything else. */
-export function fromBase64InJavaScript(text: string): Uint8Array<ArrayBuffer> {
+function fromBase64InJavaScript(text: string): Uint8Array<ArrayBuffer> {
   let binary: string;
   try {
     binary = atob(text);

@@ -2,7 +2,7 @@
  * Everything a function needs, built once per process from configuration: handlers receive this
  * explicitly instead of reaching for globals, so tests build the same thing in-process.
  */
-import type { AppConfig } from "./config/config.ts";
+import type { AppConfig } from "./config/app-config.ts";
 import type { ContractSignatureVerifier } from "./chain/contract-signature-verifier.ts";
 import type { Database } from "./db/db.ts";
 import type { Logger } from "./http/log.ts";

@@ -22,13 +22,6 @@ import { OPENAPI_PATH, type OpenApiDocument, openApiDocument } from "./openapi.t
 
 export const FUNCTION_NAME = "api";
 
-/**
- * Every deployed function's name (its folder under functions/), the proxy last: the one list the
- * local server, the edge-shaped test harness and the bench use. supabase/config.toml, which cannot
- * import, names them again.
- */
-export const FUNCTION_NAMES = [WALLET_PROOF, USER_SECRETS, FUNCTION_NAME] as const;
-
 /** The functions behind /api, built from one context, each passed through `wrap`. */
 export function serviceHandlers(
   context: ServiceContext,

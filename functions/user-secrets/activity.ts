@@ -4,19 +4,16 @@
  * rotations, locks and unlocks; each with its types, when and who acted. Never a value or token.
  */
 import { z } from "zod";
-import type { AppConfig } from "../_shared/config/config.ts";
 import type { Database } from "../_shared/db/db.ts";
-import type { SessionTokens } from "../_shared/auth/session-tokens.ts";
-import { requireSessionToken } from "../_shared/http/bodies.ts";
+import type { SessionRoute } from "../_shared/auth/session-checks.ts";
 import { parseRequest } from "../_shared/http/request-issues.ts";
 import { json } from "../_shared/http/responses.ts";
-import type { Handler } from "../_shared/http/router.ts";
 import {
   decodeCursor,
   DEFAULT_ACTIVITY_PAGE,
   MAX_ACTIVITY_PAGE,
   readActivity,
-} from "./activity-store.ts";
+} from "./account-store.ts";
 import type { ActivityPage } from "./control-answers.ts";
 import { queryParameters } from "./query-parameters.ts";
 
@@ -29,15 +26,8 @@ export const activityQuery = z.strictObject({
   cursor: z.string().max(64).optional(),
 });
 
-export interface ActivityDeps {
-  readonly db: Database;
-  readonly sessions: SessionTokens;
-  readonly config: Pick<AppConfig, "publicApiKeys">;
-}
-
-export function activityRoute({ db, sessions, config }: ActivityDeps): Handler {
-  return async function activity(request) {
-    const session = await sessions.verifyToken(requireSessionToken(request, config.publicApiKeys));
+export function activityRoute({ db }: { readonly db: Database }): SessionRoute {
+  return async function activity(request, session) {
     const query = parseRequest(activityQuery, queryParameters(request));
     const page = await readActivity(
       db,

@@ -5,30 +5,18 @@
  * given). Counted against the creator's own export budget (its vault write limit, per minute).
  * The service keeps no run history of its own: the activity is its whole record of live runs.
  */
-import type { AppConfig } from "../_shared/config/config.ts";
-import type { Database } from "../_shared/db/db.ts";
 import { enforceRateLimit } from "../_shared/auth/rate-limit.ts";
-import type { SessionTokens } from "../_shared/auth/session-tokens.ts";
-import { requireSessionToken } from "../_shared/http/bodies.ts";
+import type { SessionRoute } from "../_shared/auth/session-checks.ts";
 import { json } from "../_shared/http/responses.ts";
-import type { Handler } from "../_shared/http/router.ts";
-import { readActivity } from "./activity-store.ts";
+import { creatorAccount, readActivity } from "./account-store.ts";
 import { maskedSecret } from "./list.ts";
 import type { AccountExport } from "./control-answers.ts";
-import { listSecrets, VAULT_WINDOW_SECONDS } from "./vault-store.ts";
-import { creatorAccount } from "./vault-lock.ts";
+import { listSecrets, VAULT_WINDOW_SECONDS, type VaultDeps } from "./vault-store.ts";
 
-export const EXPORT_MAX_EVENTS = 10_000;
+const EXPORT_MAX_EVENTS = 10_000;
 
-export interface ExportDeps {
-  readonly db: Database;
-  readonly sessions: SessionTokens;
-  readonly config: Pick<AppConfig, "publicApiKeys" | "rateLimits">;
-}
-
-export function exportRoute({ db, sessions, config }: ExportDeps): Handler {
-  return async function exportAccount(request) {
-    const session = await sessions.verifyToken(requireSessionToken(request, config.publicApiKeys));
+export function exportRoute({ db, config }: VaultDeps): SessionRoute {
+  return async function exportAccount(_request, session) {
     await enforceRateLimit(db, {
       bucket: `vault:export:${session.userId}`,
       limit: config.rateLimits.vaultWritesPerMinute,

@@ -3,9 +3,11 @@
  * only through /reveal. Writes and reveals are one call each of a checked security definer
  * function (vault-store.ts): `authenticated` itself can write nothing. And the creator's controls
  * that need only the session: its activity, the live-run lock, the export. One module per route;
- * this one only routes, handing each route what it uses of the context.
+ * this one only routes, declaring what each route's caller must prove and handing each route what
+ * it uses of the context.
  */
 import type { ServiceContext } from "../_shared/context.ts";
+import { sessionChecks } from "../_shared/auth/session-checks.ts";
 import { type Handler, router } from "../_shared/http/router.ts";
 import { activityRoute } from "./activity.ts";
 import { deleteRoute } from "./delete.ts";
@@ -15,23 +17,31 @@ import { lockRoute } from "./lock.ts";
 import { lockStateRoute } from "./lock-state.ts";
 import { putRoute } from "./put.ts";
 import { revealRoute } from "./reveal.ts";
+import { revealTokenCheck } from "./reveal-token.ts";
 
 export const FUNCTION_NAME = "user-secrets";
 
 export function createUserSecretsHandler(context: ServiceContext): Handler {
   const { config, db, keyring, log, sessions } = context;
+  // A valid token suffices on every route: each one's database call checks in its own statement
+  // that the session is still live, so no route pays a round trip for that alone.
+  const { acceptValidToken, requireValidToken, identityIfValid } = sessionChecks(
+    sessions,
+    config.publicApiKeys,
+  );
+  const requireRevealToken = revealTokenCheck({ db, log, config, identityIfValid });
   return router(FUNCTION_NAME, [
-    { method: "GET", path: "", handle: listRoute({ db, sessions, config }) },
-    { method: "PUT", path: "", handle: putRoute({ db, sessions, keyring, config }) },
-    { method: "DELETE", path: "", handle: deleteRoute({ db, sessions, config }) },
+    { method: "GET", path: "", handle: acceptValidToken(listRoute({ db, config })) },
+    { method: "PUT", path: "", handle: requireValidToken(putRoute({ db, keyring, config })) },
+    { method: "DELETE", path: "", handle: requireValidToken(deleteRoute({ db, config })) },
     {
       method: "POST",
       path: "/reveal",
-      handle: revealRoute({ db, sessions, keyring, log, config }),
+      handle: requireRevealToken(requireValidToken(revealRoute({ db, keyring, log, config }))),
     },
-    { method: "GET", path: "/activity", handle: activityRoute({ db, sessions, config }) },
-    { method: "GET", path: "/lock", handle: lockStateRoute({ db, sessions, config }) },
-    { method: "POST", path: "/lock", handle: lockRoute({ db, sessions, config }) },
-    { method: "GET", path: "/export", handle: exportRoute({ db, sessions, config }) },
+    { method: "GET", path: "/activity", handle: requireValidToken(activityRoute({ db })) },
+    { method: "GET", path: "/lock", handle: requireValidToken(lockStateRoute({ db })) },
+    { method: "POST", path: "/lock", handle: requireValidToken(lockRoute({ db, config })) },
+    { method: "GET", path: "/export", handle: requireValidToken(exportRoute({ db, config })) },
   ]);
 }

@@ -4,12 +4,10 @@
  * The list is read as the creator, under row-level security, in the statement that checks the
  * session (vault-store.ts).
  */
-import type { AppConfig } from "../_shared/config/config.ts";
+import type { AppConfig } from "../_shared/config/app-config.ts";
 import type { Database } from "../_shared/db/db.ts";
-import type { SessionTokens, VerifiedSession } from "../_shared/auth/session-tokens.ts";
-import { sessionBearer } from "../_shared/http/bodies.ts";
+import type { OptionalSessionRoute } from "../_shared/auth/session-checks.ts";
 import { json } from "../_shared/http/responses.ts";
-import type { Handler } from "../_shared/http/router.ts";
 import { providerReadiness } from "../_shared/vault/provider-routing.ts";
 import { SECRET_TYPES, type SecretType } from "../_shared/vault/secret-types.ts";
 import type { SecretsStatus } from "./answers.ts";
@@ -34,11 +32,10 @@ export function maskedSecret(row: MaskedRow): MaskedSecret {
 
 export interface ListDeps {
   readonly db: Database;
-  readonly sessions: SessionTokens;
-  readonly config: Pick<AppConfig, "encryptionKeys" | "projectName" | "publicApiKeys">;
+  readonly config: Pick<AppConfig, "encryptionKeys" | "projectName">;
 }
 
-export function listRoute({ db, sessions, config }: ListDeps): Handler {
+export function listRoute({ db, config }: ListDeps): OptionalSessionRoute {
   const configurationStatus = {
     configured: config.encryptionKeys.length > 0,
     project: config.projectName,
@@ -47,15 +44,10 @@ export function listRoute({ db, sessions, config }: ListDeps): Handler {
   };
   const anonymous: SecretsStatus = { ...configurationStatus, secrets: [] };
 
-  async function listMasked(session: VerifiedSession): Promise<MaskedSecret[]> {
-    return (await listSecrets(db, session)).map(maskedSecret);
-  }
-
-  return async function list(request) {
-    const token = sessionBearer(request, config.publicApiKeys);
-    // No token: configuration only. A token that fails verification is a 401, never anonymous.
-    if (token === null) return json(anonymous);
-    const secrets = await listMasked(await sessions.verifyToken(token));
+  return async function list(_request, session) {
+    // No token: configuration only (a token that fails its check never gets here).
+    if (session === null) return json(anonymous);
+    const secrets = (await listSecrets(db, session)).map(maskedSecret);
     // Readiness is derived from the stored types' names alone, so the settings page can say what
     // is incomplete.
     const providers = providerReadiness(secrets.map((secret) => secret.secretType));

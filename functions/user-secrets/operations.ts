@@ -4,22 +4,20 @@
  * route with typed examples.
  */
 import { body, ok, type Operation, SESSION } from "../_shared/http/api-operations.ts";
-import { apiSchemas } from "../_shared/http/api-schemas.ts";
+import { describeRequest } from "../_shared/http/api-schemas.ts";
 import { REVEAL_TOKEN_HEADER } from "../_shared/http/reveal-header.ts";
 import { deleteResult, revealAnswer, saveResult, secretsStatus } from "./answers.ts";
 import { deleteBody, putBody, revealBody } from "./requests.ts";
 
 const FUNCTION = "user-secrets";
 
-apiSchemas.add(putBody, {
-  id: "SaveSecretRequest",
-  description: "One secret, created or replaced.",
-});
-apiSchemas.add(putBody.shape.value, {
-  description: "1 to 4,096 printable ASCII characters (`!` to `~`); never sent back.",
-});
-apiSchemas.add(deleteBody, { id: "DeleteSecretRequest" });
-apiSchemas.add(revealBody, {
+describeRequest(
+  putBody,
+  { id: "SaveSecretRequest", description: "One secret, created or replaced." },
+  { value: "1 to 4,096 printable ASCII characters (`!` to `~`); never sent back." },
+);
+describeRequest(deleteBody, { id: "DeleteSecretRequest" });
+describeRequest(revealBody, {
   id: "RevealRequest",
   description: "The types to reveal; no body (or no `secretTypes`) reveals every type.",
 });

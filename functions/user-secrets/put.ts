@@ -1,10 +1,9 @@
 /** PUT /user-secrets: one secret stored (created or replaced), encrypted before it is written. */
-import type { AppConfig } from "../_shared/config/config.ts";
+import type { AppConfig } from "../_shared/config/app-config.ts";
 import type { Database } from "../_shared/db/db.ts";
-import type { SessionTokens } from "../_shared/auth/session-tokens.ts";
-import { readJson, requireSessionToken } from "../_shared/http/bodies.ts";
+import type { SessionRoute } from "../_shared/auth/session-checks.ts";
+import { readJson } from "../_shared/http/bodies.ts";
 import { json } from "../_shared/http/responses.ts";
-import type { Handler } from "../_shared/http/router.ts";
 import type { Keyring } from "../_shared/vault/vault-crypto.ts";
 import type { SaveResult } from "./answers.ts";
 import { hintFor, parsePutRequest } from "./requests.ts";
@@ -12,16 +11,13 @@ import { putSecret, vaultLimits } from "./vault-store.ts";
 
 export interface PutDeps {
   readonly db: Database;
-  readonly sessions: SessionTokens;
   readonly keyring: Keyring;
-  readonly config: Pick<AppConfig, "publicApiKeys" | "rateLimits">;
+  readonly config: Pick<AppConfig, "rateLimits">;
 }
 
-export function putRoute({ db, sessions, keyring, config }: PutDeps): Handler {
+export function putRoute({ db, keyring, config }: PutDeps): SessionRoute {
   const limits = vaultLimits(config.rateLimits);
-  return async function put(request) {
-    // The session's liveness is checked in the write's own statement (vault-store.ts).
-    const session = await sessions.verifyToken(requireSessionToken(request, config.publicApiKeys));
+  return async function put(request, session) {
     const { secretType, value } = parsePutRequest(await readJson(request));
     // Encrypted here, before anything is written: the database only ever sees ciphertext.
     const sealed = await keyring.encrypt(value, { userId: session.userId, secretType });

@@ -4,23 +4,91 @@
  * even send the header (CORS never allows it); a page never holds the token to send.
  */
 import { createHash } from "node:crypto";
+import type { AppConfig } from "../_shared/config/app-config.ts";
+import type { Database } from "../_shared/db/db.ts";
+import { clientIp, rateLimited } from "../_shared/auth/rate-limit.ts";
+import type { TokenIdentity } from "../_shared/auth/session-tokens.ts";
 import { toHex } from "../_shared/bytes.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
+import type { Logger } from "../_shared/http/log.ts";
 import { REVEAL_TOKEN_HEADER } from "../_shared/http/reveal-header.ts";
+import type { Handler } from "../_shared/http/router.ts";
+import { createOverBudgetClients } from "./over-budget-clients.ts";
+import { refuseReveal, type RevealRefusal } from "./vault-store.ts";
 
-// Synchronous: WebCrypto's digest is an asynchronous op, ~70 µs of server CPU per reveal in
-// bench:cpu-profile, for a token a few dozen bytes long.
+// Synchronous: WebCrypto's digest is asynchronous, which costs more than hashing a token of a few
+// dozen bytes.
 const digest = (value: string): Uint8Array => createHash("sha256").update(value, "utf8").digest();
 
 /** What a request's reveal token is: the configured one, none at all, or another. */
-export type PresentedToken = "right" | "missing" | "wrong";
+type PresentedToken = "right" | "missing" | "wrong";
+
+export interface RevealTokenDeps {
+  readonly db: Database;
+  readonly log: Logger;
+  readonly config: Pick<AppConfig, "clientIp" | "rateLimits" | "serverRevealToken">;
+  /** Whose session a refused request carried, if any (session-checks.ts). */
+  readonly identityIfValid: (request: Request) => Promise<TokenIdentity | null>;
+}
+
+/**
+ * `requireRevealToken(route)`: the route, for a request with the configured reveal token. Without
+ * it nothing else is looked at, but to count and record the refusal; the right token costs
+ * nothing more than the comparison. A missing or wrong one is counted against the client
+ * address's budget (403 within it, then 429), logged, and with a live session recorded in its
+ * creator's trail. Only this path counts, so a server holding the right token is never refused by
+ * this limit, whatever shares its address. Neither the log nor the trail holds anything of the
+ * token.
+ */
+export function revealTokenCheck(
+  { db, log, config, identityIfValid }: RevealTokenDeps,
+): (route: Handler) => Handler {
+  const checkRevealToken = createRevealTokenCheck(config.serverRevealToken);
+  const refusalsPerMinute = config.rateLimits.wrongRevealTokensPerIpPerMinute;
+  const overBudget = createOverBudgetClients();
+
+  async function refuse(request: Request, presented: PresentedToken): Promise<never> {
+    const client = clientIp(request, config.clientIp);
+    const known = overBudget.retryAfter(client);
+    for (const { client: over, refusals } of overBudget.ended()) {
+      // One line per client and window for the refusals past its first one over the budget.
+      log.info("reveal_refusals_over_budget", { client: over, refusals });
+    }
+    // Already over in this window: refused without the database, logged in that line.
+    if (known !== null) throw rateLimited(known);
+    const session = await identityIfValid(request);
+    const fields = { client, reason: presented, user_id: session?.userId ?? null };
+    let refusal: RevealRefusal;
+    try {
+      refusal = await refuseReveal(db, wrongTokenBucket(client), session, refusalsPerMinute);
+    } catch (error) {
+      // The token is wrong whatever the database says; the operator sees the failure here.
+      log.error("reveal_refusal_not_counted", {
+        ...fields,
+        error: error instanceof Error ? error.name : "unknown",
+      });
+      throw revealForbidden();
+    }
+    const limited = refusal.hits > refusalsPerMinute;
+    log.info("reveal_refused", { ...fields, limited, recorded: refusal.recorded });
+    if (!limited) throw revealForbidden();
+    overBudget.add(client, refusal.retryAfter);
+    throw rateLimited(refusal.retryAfter);
+  }
+
+  return (route) => async (request) => {
+    const presented = checkRevealToken(request);
+    if (presented !== "right") return await refuse(request, presented);
+    return route(request);
+  };
+}
 
 /**
  * Returns a check of the request's reveal token against the configured one. Both sides are hashed
  * first and the digests compared without an early exit, so neither the token's content nor its
  * length shows in the response time.
  */
-export function createRevealTokenCheck(
+function createRevealTokenCheck(
   configuredToken: string,
 ): (request: Request) => PresentedToken {
   const wanted = digest(configuredToken);
@@ -35,7 +103,7 @@ export function createRevealTokenCheck(
 }
 
 /** The answer to a missing or wrong reveal token, within the client's budget. */
-export function revealForbidden(): ServiceError {
+function revealForbidden(): ServiceError {
   return new ServiceError(
     "reveal_forbidden",
     `Revealing secrets needs the server's ${REVEAL_TOKEN_HEADER} header.`,
@@ -43,68 +111,7 @@ export function revealForbidden(): ServiceError {
 }
 
 /** The rate-limit bucket of a client address's wrong reveal tokens. */
-export const wrongTokenBucket = (client: string): string => `vault:reveal:wrong-token:ip:${client}`;
-
-/** How many client addresses a process remembers as over their budget (a few hundred KiB). */
-const OVER_BUDGET_KEPT = 4096;
-
-/** Wrong tokens a client sent while known to be over its budget, refused without a log line each. */
-export interface UnloggedRefusals {
-  readonly client: string;
-  readonly refusals: number;
-}
-
-/**
- * The client addresses this process has seen go over their wrong-token budget, each until its
- * window ends: their further wrong tokens are refused without asking the database, so a flood of
- * guesses costs the database one count per process and window. Another process learns the same
- * from the database on its first such request. Those refusals are only counted here, so a flood
- * is one log line per client and window, not one per guess: `ended()` hands over the counts of
- * windows that are over.
- */
-export function createOverBudgetClients(now: () => number = Date.now) {
-  // In the order added, so in the order their windows end (every window is the same length).
-  const until = new Map<string, { end: number; refusals: number }>();
-  const done: UnloggedRefusals[] = [];
-  const close = (client: string, refusals: number) => {
-    until.delete(client);
-    if (refusals > 0) done.push({ client, refusals });
-  };
-  return {
-    /**
-     * Seconds until `client` may try again, counting this try as one of its unlogged refusals, or
-     * null when it is not known to be over.
-     */
-    retryAfter(client: string): number | null {
-      const entry = until.get(client);
-      if (entry === undefined) return null;
-      const left = Math.ceil((entry.end - now()) / 1000);
-      if (left > 0) {
-        entry.refusals++;
-        return left;
-      }
-      close(client, entry.refusals);
-      return null;
-    },
-    add(client: string, retryAfterSeconds: number): void {
-      const known = until.get(client);
-      if (known !== undefined) close(client, known.refusals);
-      if (until.size >= OVER_BUDGET_KEPT) {
-        const [oldest, entry] = until.entries().next().value!;
-        close(oldest, entry.refusals);
-      }
-      until.set(client, { end: now() + retryAfterSeconds * 1000, refusals: 0 });
-    },
-    /** The unlogged refusals of every window that has ended (or was forgotten), once each. */
-    ended(): UnloggedRefusals[] {
-      for (const [client, entry] of until) {
-        if (entry.end > now()) break;
-        close(client, entry.refusals);
-      }
-      return done.splice(0);
-    },
-  };
-}
+const wrongTokenBucket = (client: string): string => `vault:reveal:wrong-token:ip:${client}`;
 
 /**
  * The name of the token's reveal rate-limit bucket: 16 hex digits of a labelled SHA-256 of the

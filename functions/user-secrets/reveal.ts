@@ -3,35 +3,19 @@
  * the server's reveal token. A type that cannot be decrypted fails the whole reveal: a live run
  * must not go ahead silently without a key it asked for.
  */
-import type { AppConfig } from "../_shared/config/config.ts";
+import type { AppConfig } from "../_shared/config/app-config.ts";
 import type { Database } from "../_shared/db/db.ts";
-import { clientIp, rateLimited } from "../_shared/auth/rate-limit.ts";
-import type { SessionTokens, VerifiedSession } from "../_shared/auth/session-tokens.ts";
-import { readOptionalJson, requireSessionToken } from "../_shared/http/bodies.ts";
+import type { SessionRoute } from "../_shared/auth/session-checks.ts";
+import { readOptionalJson } from "../_shared/http/bodies.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import type { Logger } from "../_shared/http/log.ts";
 import { json } from "../_shared/http/responses.ts";
-import type { Handler } from "../_shared/http/router.ts";
 import type { SecretType } from "../_shared/vault/secret-types.ts";
 import { type KeyFailure, keyFailure, type Keyring } from "../_shared/vault/vault-crypto.ts";
 import type { RevealAnswer } from "./answers.ts";
 import { parseRevealRequest } from "./requests.ts";
-import {
-  createOverBudgetClients,
-  createRevealTokenCheck,
-  type PresentedToken,
-  revealForbidden,
-  revealTokenBucket,
-  wrongTokenBucket,
-} from "./reveal-token.ts";
-import {
-  readForReveal,
-  recordRevealFailure,
-  refuseReveal,
-  type RevealRefusal,
-  type StoredRow,
-  vaultLimits,
-} from "./vault-store.ts";
+import { revealTokenBucket } from "./reveal-token.ts";
+import { readForReveal, recordRevealFailure, type StoredRow, vaultLimits } from "./vault-store.ts";
 
 interface RevealedSecret {
   secretType: SecretType;
@@ -41,61 +25,15 @@ interface RevealedSecret {
 
 export interface RevealDeps {
   readonly db: Database;
-  readonly sessions: SessionTokens;
   readonly keyring: Keyring;
   readonly log: Logger;
-  readonly config: Pick<
-    AppConfig,
-    "clientIp" | "publicApiKeys" | "rateLimits" | "serverRevealToken"
-  >;
+  readonly config: Pick<AppConfig, "rateLimits" | "serverRevealToken">;
 }
 
-export function revealRoute({ db, sessions, keyring, log, config }: RevealDeps): Handler {
+/** The reveal itself, behind the reveal token check (reveal-token.ts) and the session's. */
+export function revealRoute({ db, keyring, log, config }: RevealDeps): SessionRoute {
   const limits = vaultLimits(config.rateLimits);
-  const checkRevealToken = createRevealTokenCheck(config.serverRevealToken);
   const tokenBucket = revealTokenBucket(config.serverRevealToken);
-  const refusalsPerMinute = config.rateLimits.wrongRevealTokensPerIpPerMinute;
-  const overBudget = createOverBudgetClients();
-
-  /**
-   * A missing or wrong reveal token: counted against the client address's budget (403 within it,
-   * then 429), logged, and with a live session recorded in its creator's trail. Only this path
-   * counts, so a server holding the right token is never refused by this limit, whatever shares
-   * its address. Neither the log nor the trail holds anything of the token.
-   */
-  async function refuse(request: Request, presented: PresentedToken): Promise<never> {
-    const client = clientIp(request, config.clientIp);
-    const known = overBudget.retryAfter(client);
-    for (const { client: over, refusals } of overBudget.ended()) {
-      // One line per client and window for the refusals past its first one over the budget.
-      log.info("reveal_refusals_over_budget", { client: over, refusals });
-    }
-    // Already over in this window: refused without the database, logged in that line.
-    if (known !== null) throw rateLimited(known);
-    let session: VerifiedSession | null = null;
-    try {
-      session = await sessions.verifyToken(requireSessionToken(request, config.publicApiKeys));
-    } catch (error) {
-      if (!(error instanceof ServiceError)) throw error;
-    }
-    const fields = { client, reason: presented, user_id: session?.userId ?? null };
-    let refusal: RevealRefusal;
-    try {
-      refusal = await refuseReveal(db, wrongTokenBucket(client), session, refusalsPerMinute);
-    } catch (error) {
-      // The token is wrong whatever the database says; the operator sees the failure here.
-      log.error("reveal_refusal_not_counted", {
-        ...fields,
-        error: error instanceof Error ? error.name : "unknown",
-      });
-      throw revealForbidden();
-    }
-    const limited = refusal.hits > refusalsPerMinute;
-    log.info("reveal_refused", { ...fields, limited, recorded: refusal.recorded });
-    if (!limited) throw revealForbidden();
-    overBudget.add(client, refusal.retryAfter);
-    throw rateLimited(refusal.retryAfter);
-  }
 
   /**
    * Decrypts every row, collecting the ones that cannot be read with why. Nothing is logged here:
@@ -128,12 +66,7 @@ export function revealRoute({ db, sessions, keyring, log, config }: RevealDeps):
     return { revealed, unread };
   }
 
-  return async function reveal(request) {
-    // The server token first: without it nothing else is looked at, but to count and record the
-    // refusal. The right token costs nothing more than the comparison.
-    const presented = checkRevealToken(request);
-    if (presented !== "right") return await refuse(request, presented);
-    const session = await sessions.verifyToken(requireSessionToken(request, config.publicApiKeys));
+  return async function reveal(request, session) {
     const secretTypes = parseRevealRequest(await readOptionalJson(request));
     // The read and its 'reveal' event are one statement, committed before anything is released
     // (as an audit log records a request before it is answered): no value leaves without the

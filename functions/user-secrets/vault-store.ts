@@ -1,16 +1,16 @@
 /**
- * The vault's reads, writes and reveals, each one call of a checked database function: the
- * function checks that the session is live, counts the request against its limits (writes and
- * reveals) and does the work, all in one statement, so one round trip and one transaction even
- * through a pooler that prepares nothing. Writes and reveals are security definer (migration
- * 20261124000000): `authenticated` writes nothing. The list reads as the creator, under row-level
- * security (migration 20261124060000). Only the service's own connection may execute them.
+ * The vault's reads, writes, reveals and live-run lock, each one call of a checked database
+ * function: the function checks that the session is live, counts the request against its limits
+ * (writes and reveals) and does the work, all in one statement, so one round trip and one
+ * transaction even through a pooler that prepares nothing. Writes, reveals and the lock are
+ * security definer: `authenticated` writes nothing. The list reads as the creator, under row-level
+ * security. Only the service's own connection may execute them.
  */
-import type { AppConfig } from "../_shared/config/config.ts";
+import type { AppConfig } from "../_shared/config/app-config.ts";
 import { type Database, type Queryable, queryWithoutWaitingForFlush } from "../_shared/db/db.ts";
 import { rateLimited } from "../_shared/auth/rate-limit.ts";
 import { SECRET_TYPES, type SecretType } from "../_shared/vault/secret-types.ts";
-import { sessionEnded, type VerifiedSession } from "../_shared/auth/session-tokens.ts";
+import { sessionEnded, type TokenIdentity } from "../_shared/auth/session-tokens.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import type { SealedSecret } from "../_shared/vault/vault-crypto.ts";
 
@@ -24,6 +24,12 @@ export interface VaultLimits {
   readonly revealsPerMinute: number;
   /** Reveals per server token, all creators together. */
   readonly revealsPerTokenPerMinute: number;
+}
+
+/** What a route that counts against the creator's vault limits is given. */
+export interface VaultDeps {
+  readonly db: Database;
+  readonly config: Pick<AppConfig, "rateLimits">;
 }
 
 export function vaultLimits(rateLimits: AppConfig["rateLimits"]): VaultLimits {
@@ -53,7 +59,7 @@ function refused(row: Outcome): never {
 }
 
 /** A reveal refused while the creator has locked live-run access (lock.ts). */
-export function vaultLocked(): ServiceError {
+function vaultLocked(): ServiceError {
   return new ServiceError(
     "vault_locked",
     "The creator has locked live-run access to these keys; only the creator can unlock it, " +
@@ -72,10 +78,10 @@ export type MaskedRow = {
 /**
  * The creator's stored types, times and hints (never a value), in SECRET_TYPES order. The read
  * runs as the creator with its claims, so row-level security, not only the query's own filter,
- * decides which rows are reachable; when it finds none, the function checks the session itself, to
- * tell an ended session from an empty vault (migration 20261125050000).
+ * decides which rows are reachable; when it finds none, public.list_user_secrets checks the session
+ * itself, to tell an ended session from an empty vault.
  */
-export async function listSecrets(db: Queryable, session: VerifiedSession): Promise<MaskedRow[]> {
+export async function listSecrets(db: Queryable, session: TokenIdentity): Promise<MaskedRow[]> {
   const rows = await db.query<MaskedRow & { live: boolean }>(
     `select live, secret_type, updated_at, hint, last_used_at
        from public.list_user_secrets($1, $2, $3, $4::text[])`,
@@ -87,14 +93,13 @@ export async function listSecrets(db: Queryable, session: VerifiedSession): Prom
   );
 }
 
-// A hint as it may be shown: "…" and four printable ASCII characters. Values saved before they had
-// to be printable ASCII can have hints of spaces or invisible characters that would pass for the
-// key's own.
+// A hint as it may be shown: "…" and four printable ASCII characters. A stored hint can be of
+// spaces or invisible characters, which would pass for the key's own.
 const SHOWN_HINT = /^…[\x21-\x7e]{4}$/;
 
 export async function putSecret(
   db: Queryable,
-  session: VerifiedSession,
+  session: TokenIdentity,
   secretType: SecretType,
   sealed: SealedSecret,
   hint: string | null,
@@ -122,7 +127,7 @@ export async function putSecret(
 /** False when no secret of that type is stored for the creator. */
 export async function deleteSecret(
   db: Queryable,
-  session: VerifiedSession,
+  session: TokenIdentity,
   secretType: SecretType,
   limits: VaultLimits,
 ): Promise<boolean> {
@@ -144,7 +149,7 @@ export async function deleteSecret(
  */
 export function readForReveal<R>(
   db: Database,
-  session: VerifiedSession,
+  session: TokenIdentity,
   secretTypes: readonly SecretType[],
   tokenBucket: string,
   limits: VaultLimits,
@@ -171,7 +176,7 @@ export function readForReveal<R>(
 /** Records the types a recorded reveal then failed to decrypt (a second write, on failure only). */
 export async function recordRevealFailure(
   db: Queryable,
-  session: VerifiedSession,
+  session: TokenIdentity,
   secretTypes: readonly SecretType[],
 ): Promise<void> {
   await db.query("select public.record_reveal_failure($1, $2, $3::text[])", [
@@ -191,14 +196,14 @@ export interface RevealRefusal {
 
 /**
  * Counts a reveal refused for its server token against `clientBucket` and, with a live `session`,
- * records it as a 'reveal_refused' event (migration 20261126010000). One statement, committed
+ * records it as a 'reveal_refused' event. One statement, committed
  * without waiting for the flush: anyone can send a wrong token, and waiting would let anyone make
  * the database flush at will.
  */
 export async function refuseReveal(
   db: Pick<Database, "batch">,
   clientBucket: string,
-  session: VerifiedSession | null,
+  session: TokenIdentity | null,
   refusalsPerMinute: number,
 ): Promise<RevealRefusal> {
   const [row] = await queryWithoutWaitingForFlush<
@@ -214,4 +219,22 @@ export async function refuseReveal(
     ],
   });
   return { hits: row.hits, retryAfter: row.retry_after, recorded: row.recorded };
+}
+
+/**
+ * Locks live-run access (counted as a vault write): from now on public.reveal_user_secrets refuses
+ * the creator's keys, until an unlock with a fresh signature (wallet-proof). When it was locked:
+ * the first lock's time if it already was.
+ */
+export async function lockReveals(
+  db: Queryable,
+  session: TokenIdentity,
+  limits: VaultLimits,
+): Promise<Date> {
+  const [row] = await db.query<Outcome & { locked_at: Date | null }>(
+    "select outcome, locked_at, retry_after from public.lock_reveals($1, $2, $3, $4)",
+    [session.sessionId, session.userId, limits.writesPerMinute, VAULT_WINDOW_SECONDS],
+  );
+  if (row.outcome !== "locked") refused(row);
+  return row.locked_at!;
 }

@@ -11,16 +11,21 @@ const address = described(
   "The wallet's address, EIP-55 checksummed.",
 );
 
+/** The fields of the message to sign that every nonce answer carries beside the nonce. */
+export const messageFields = {
+  issuedAt: described(z.iso.datetime(), "The message's Issued At."),
+  expiresAt: described(z.iso.datetime(), "The message's Expiration Time: the nonce's end."),
+  domain: described(z.string(), "The message's domain: the sign-in origin's host[:port]."),
+  uri: described(z.string(), "The message's URI: the sign-in origin."),
+};
+
 /** POST /nonce. */
 export const nonceAnswer = z.strictObject({
   nonce: described(
     z.string().regex(/^[A-Za-z0-9]{32}$/),
     "One-time, valid until `expiresAt`; spent by the proof that names it.",
   ),
-  issuedAt: described(z.iso.datetime(), "The message's Issued At."),
-  expiresAt: described(z.iso.datetime(), "The message's Expiration Time: the nonce's end."),
-  domain: described(z.string(), "The message's domain: the sign-in origin's host[:port]."),
-  uri: described(z.string(), "The message's URI: the sign-in origin."),
+  ...messageFields,
   chainId: described(
     z.number().int().positive(),
     "The chain asked for, else the first allowed one, else 1.",

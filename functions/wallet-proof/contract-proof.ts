@@ -1,6 +1,6 @@
 /**
  * The contract-wallet leg of a sign-in: taken only when the signature is not the message
- * address's own key (EOA sign-in never comes here, so its cost is what it was). In order:
+ * address's own key (a key's sign-in never comes here, and pays nothing for it). In order:
  *
  * 1. the signature's form (hex, 1 byte to 16 KB);
  * 2. an RPC for the message's chain (none: contract wallets cannot sign in there, 401);
@@ -23,14 +23,15 @@ import {
 } from "../_shared/chain/contract-signatures.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import { personalMessageHash } from "../_shared/auth/eth.ts";
-import { clientIp, RATE_LIMIT_WINDOW_SECONDS, rateLimited } from "../_shared/auth/rate-limit.ts";
+import { clientIp, rateLimited } from "../_shared/auth/rate-limit.ts";
 import type { SiweFields } from "../_shared/auth/siwe.ts";
+import { admitContractCheck } from "./identity-store.ts";
 
 const SIGNATURE = new RegExp(`^0x(?:[0-9a-fA-F]{2}){1,${MAX_CONTRACT_SIGNATURE_BYTES}}$`);
 // A failed check spends no nonce (the chain may only have been down), so without a cap one nonce
 // would carry a stranger's bad proofs for its whole life. Three covers a client's retries after
 // 503s (docs/contract-wallets.md's example tries three times).
-export const MAX_CHECKS_PER_NONCE = 3;
+const MAX_CHECKS_PER_NONCE = 3;
 
 export type ContractProofCheck = (
   request: Request,
@@ -78,21 +79,16 @@ export function createContractProofCheck(context: ServiceContext): ContractProof
       );
     }
     const walletAddress = fields.address.toLowerCase();
-    const [admitted] = await db.query<{ outcome: string; retry_after: number | null }>(
-      `select outcome, retry_after
-         from public.admit_contract_check($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-      [
-        fields.nonce,
-        walletAddress,
-        fields.chainId,
-        clientIp(request, config.clientIp),
-        config.rateLimits.rpcPerIpPerMinute,
-        config.rateLimits.rpcPerAddressPerMinute,
-        RATE_LIMIT_WINDOW_SECONDS,
-        config.rateLimits.rpcPerAddressPerClientPerMinute,
-        MAX_CHECKS_PER_NONCE,
-      ],
-    );
+    const admitted = await admitContractCheck(db, {
+      nonce: fields.nonce,
+      walletAddress,
+      chainId: fields.chainId,
+      client: clientIp(request, config.clientIp),
+      perClient: config.rateLimits.rpcPerIpPerMinute,
+      perWallet: config.rateLimits.rpcPerAddressPerMinute,
+      perWalletPerClient: config.rateLimits.rpcPerAddressPerClientPerMinute,
+      checksPerNonce: MAX_CHECKS_PER_NONCE,
+    });
     if (admitted.outcome === "rate_limited") throw rateLimited(admitted.retry_after ?? 1);
     if (admitted.outcome !== "ok") throw nonceRefusal(admitted.outcome);
     const valid = await chainVerifier.verify({

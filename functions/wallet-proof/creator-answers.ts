@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { apiSchemas, described } from "../_shared/http/api-schemas.ts";
+import { messageFields } from "./answers.ts";
 import { CONFIRM_PURPOSES } from "./fresh-signature.ts";
 
 const purpose = described(
@@ -20,10 +21,7 @@ export const confirmNonceAnswer = z.strictObject({
     z.string().regex(/^[A-Za-z0-9]{32}$/),
     "One-time, valid until `expiresAt`, for this purpose and this session only.",
   ),
-  issuedAt: described(z.iso.datetime(), "The message's Issued At."),
-  expiresAt: described(z.iso.datetime(), "The message's Expiration Time: the nonce's end."),
-  domain: described(z.string(), "The message's domain: the sign-in origin's host[:port]."),
-  uri: described(z.string(), "The message's URI: the sign-in origin."),
+  ...messageFields,
   chainId: described(
     z.number().int().positive(),
     "A contract wallet's own chain; for a key, the chain asked for, else the first allowed, " +

@@ -4,9 +4,8 @@
  * nonce, the sessions list, signing sessions out, unlocking live-run access, deleting the account.
  */
 import { body, ok, type Operation, SESSION } from "../_shared/http/api-operations.ts";
-import { apiSchemas } from "../_shared/http/api-schemas.ts";
+import { describeRequest } from "../_shared/http/api-schemas.ts";
 import { MAX_PROOF_BODY_BYTES } from "../_shared/http/bodies.ts";
-import type { ErrorCode } from "../_shared/http/errors.ts";
 import { confirmNonceRequest } from "./confirm-nonce.ts";
 import {
   accountDeletedAnswer,
@@ -16,71 +15,45 @@ import {
   unlockAnswer,
 } from "./creator-answers.ts";
 import { freshSignatureRequest } from "./fresh-signature.ts";
-import { EXAMPLE_ADDRESS } from "./operations.ts";
+import { exampleMessage, exampleNonceAnswer, SIGNED_MESSAGE_ERRORS } from "./operations.ts";
 import { signOutSessionsRequest } from "./sign-out-sessions.ts";
 
 const FUNCTION = "wallet-proof";
 const TAG = "Creator controls";
 
-apiSchemas.add(confirmNonceRequest, {
-  id: "ConfirmNonceRequest",
-  description: "The act to authorize; a key's creator may name its wallet's chain.",
-});
-apiSchemas.add(confirmNonceRequest.shape.purpose, {
-  description: "`unlock`, `sign_out_sessions` or `delete_account`.",
-});
-apiSchemas.add(freshSignatureRequest, {
+describeRequest(
+  confirmNonceRequest,
+  {
+    id: "ConfirmNonceRequest",
+    description: "The act to authorize; a key's creator may name its wallet's chain.",
+  },
+  { purpose: "`unlock`, `sign_out_sessions` or `delete_account`." },
+);
+describeRequest(freshSignatureRequest, {
   id: "FreshSignatureRequest",
   description: "The confirmation nonce's message, signed by the signed-in wallet.",
 });
-apiSchemas.add(signOutSessionsRequest, {
-  id: "SignOutSessionsRequest",
-  description: "The signed `sign_out_sessions` message and the sessions to end.",
-});
-apiSchemas.add(signOutSessionsRequest.shape.sessionIds, {
-  description: "1 to 100 of the creator's session ids (GET /api/auth/sessions); this one may be " +
-    "among them.",
-});
+describeRequest(
+  signOutSessionsRequest,
+  {
+    id: "SignOutSessionsRequest",
+    description: "The signed `sign_out_sessions` message and the sessions to end.",
+  },
+  {
+    sessionIds: "1 to 100 of the creator's session ids (GET /api/auth/sessions); this one may " +
+      "be among them.",
+  },
+);
 
 const EXAMPLE_NONCE = "q0BQyNq5cH1aXv3f8YbJk2LzR7mWt4Ds";
 const EXAMPLE_STATEMENT = "Unlock live-run access to the keys in your wallet-vault-local vault. " +
   "It authorizes no transaction and costs no gas.";
-const EXAMPLE_MESSAGE = [
-  "127.0.0.1:54321 wants you to sign in with your Ethereum account:",
-  EXAMPLE_ADDRESS,
-  "",
-  EXAMPLE_STATEMENT,
-  "",
-  "URI: http://127.0.0.1:54321",
-  "Version: 1",
-  "Chain ID: 1",
-  `Nonce: ${EXAMPLE_NONCE}`,
-  "Issued At: 2026-11-22T10:00:00.000Z",
-  "Expiration Time: 2026-11-22T10:10:00.000Z",
-].join("\n");
+const EXAMPLE_MESSAGE = exampleMessage(EXAMPLE_STATEMENT, EXAMPLE_NONCE);
 const EXAMPLE_PROOF = { message: EXAMPLE_MESSAGE, signature: `0x${"5be1".repeat(32)}1b` };
 const EXAMPLE_SESSION_ID = "6f1c2a4e-8d3b-4f5a-9c7e-2b1d0a9f8e7d";
 
 /** What checking a fresh signature may refuse, beyond the session. */
-const FRESH_SIGNATURE: readonly ErrorCode[] = [
-  "invalid_message",
-  "domain_not_allowed",
-  "uri_not_allowed",
-  "chain_not_allowed",
-  "issued_in_future",
-  "message_expired",
-  "message_not_yet_valid",
-  "invalid_signature",
-  "signature_mismatch",
-  "nonce_unknown",
-  "nonce_expired",
-  "nonce_used",
-  "nonce_mismatch",
-  "purpose_mismatch",
-  "rate_limited",
-  "database_unavailable",
-  "chain_unavailable",
-];
+const FRESH_SIGNATURE = SIGNED_MESSAGE_ERRORS;
 
 const FRESH_SIGNATURE_NOTE = "Needs a fresh signature: the message of a confirmation nonce " +
   "(POST /api/auth/confirm/nonce) for this purpose, asked by this session, signed by its wallet " +
@@ -101,15 +74,7 @@ export const CREATOR_WALLET_PROOF_OPERATIONS: readonly Operation[] = [
     body: body(confirmNonceRequest, { purpose: "unlock" }),
     answer: ok(confirmNonceAnswer, {
       purpose: "unlock",
-      nonce: EXAMPLE_NONCE,
-      issuedAt: "2026-11-22T10:00:00.000Z",
-      expiresAt: "2026-11-22T10:10:00.000Z",
-      domain: "127.0.0.1:54321",
-      uri: "http://127.0.0.1:54321",
-      chainId: 1,
-      version: "1",
-      statement: EXAMPLE_STATEMENT,
-      message: EXAMPLE_MESSAGE,
+      ...exampleNonceAnswer(EXAMPLE_STATEMENT, EXAMPLE_NONCE),
     }),
     errors: [...SESSION, "chain_not_allowed", "rate_limited", "database_unavailable"],
   },

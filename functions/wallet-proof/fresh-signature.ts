@@ -10,25 +10,19 @@
  * sign-in nonce, or one for another act, cannot serve.
  */
 import { z } from "zod";
-import type { AppConfig } from "../_shared/config/config.ts";
+import type { AppConfig } from "../_shared/config/app-config.ts";
 import type { Database } from "../_shared/db/db.ts";
-import {
-  clientIp,
-  enforceRateLimit,
-  RATE_LIMIT_WINDOW_SECONDS,
-  rateLimited,
-} from "../_shared/auth/rate-limit.ts";
-import { sessionEnded, type VerifiedSession } from "../_shared/auth/session-tokens.ts";
-import {
-  checkSiweMessage,
-  MAX_MESSAGE_LENGTH,
-  toStatement,
-  verifySignature,
-} from "../_shared/auth/siwe.ts";
+import { clientIp, enforceRateLimit } from "../_shared/auth/rate-limit.ts";
+import type { TokenIdentity } from "../_shared/auth/session-tokens.ts";
+import { checkSiweMessage, toStatement, verifySignature } from "../_shared/auth/siwe.ts";
+import { MAX_MESSAGE_LENGTH } from "../_shared/auth/siwe-parser.ts";
 import { MAX_CONTRACT_SIGNATURE_BYTES } from "../_shared/chain/contract-signatures.ts";
+import { MAX_PROOF_BODY_BYTES, readJson } from "../_shared/http/bodies.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import { acceptsLoopbackOrigins, signInOriginsFor } from "../_shared/http/local-origins.ts";
-import { type ContractProofCheck, nonceRefusal } from "./contract-proof.ts";
+import { parseRequest } from "../_shared/http/request-issues.ts";
+import type { ContractProofCheck } from "./contract-proof.ts";
+import type { ConfirmedAct } from "./creator-store.ts";
 import { requireOrigins } from "./session-answer.ts";
 
 /** The acts that need a fresh signature, as `purpose` names them. */
@@ -81,7 +75,7 @@ export interface FreshSignatureDeps {
   readonly db: Database;
   readonly config: Pick<
     AppConfig,
-    "appEnv" | "clientIp" | "rateLimits" | "allowedChainIds" | "projectName" | "publicApiKeys"
+    "appEnv" | "clientIp" | "rateLimits" | "allowedChainIds" | "projectName"
   >;
   readonly signInOrigins: readonly string[];
   readonly checkContractProof: ContractProofCheck;
@@ -89,12 +83,12 @@ export interface FreshSignatureDeps {
 
 export type FreshSignatureCheck = (
   request: Request,
-  session: VerifiedSession,
+  session: TokenIdentity,
   purpose: ConfirmPurpose,
   body: { readonly message: string; readonly signature: string },
 ) => Promise<FreshSigner>;
 
-/** Checks everything but the nonce, which the act spends (spendParams, confirmationRefusal). */
+/** Checks everything but the nonce, which the act spends (creator-store.ts). */
 export function createFreshSignatureCheck(deps: FreshSignatureDeps): FreshSignatureCheck {
   const { db, config, signInOrigins, checkContractProof } = deps;
   const acceptLoopback = acceptsLoopbackOrigins(config.appEnv);
@@ -145,48 +139,28 @@ export function createFreshSignatureCheck(deps: FreshSignatureDeps): FreshSignat
   };
 }
 
-/**
- * The parameters every act's function starts with: session, creator, the signer's nonce, address
- * and chains ($1 to $6), then the act's own, then the creator's budget of confirmations and its
- * window (per wallet, as sign-in's proofs).
- */
-export function spendParams(
-  session: VerifiedSession,
-  signer: FreshSigner,
-  config: Pick<AppConfig, "rateLimits">,
-): { readonly head: unknown[]; readonly tail: unknown[] } {
-  return {
-    head: [
-      session.sessionId,
-      session.userId,
-      signer.nonce,
-      signer.walletAddress,
-      signer.messageChainId,
-      signer.identityChainId,
-    ],
-    tail: [config.rateLimits.proofPerAddressPerMinute, RATE_LIMIT_WINDOW_SECONDS],
-  };
+/** What an act's route needs: the database and its budgets, and the fresh signature's check. */
+export interface ActDeps {
+  readonly db: Database;
+  readonly config: Pick<AppConfig, "rateLimits">;
+  readonly checkFreshSignature: FreshSignatureCheck;
 }
 
-/** The error for an act's refusal by public.spend_confirmation (migration 20261126030000). */
-export function confirmationRefusal(outcome: string, retryAfter: number | null): ServiceError {
-  switch (outcome) {
-    case "session_revoked":
-      return sessionEnded();
-    case "rate_limited":
-      return rateLimited(retryAfter ?? 1);
-    case "identity_mismatch":
-      return new ServiceError(
-        "signature_mismatch",
-        "The signature is not the signed-in creator's: a key's creator signs with its key, a " +
-          "contract wallet's on its own chain.",
-      );
-    case "nonce_session":
-      return new ServiceError(
-        "nonce_mismatch",
-        "This nonce was issued to another session; ask for one from this session.",
-      );
-    default:
-      return nonceRefusal(outcome);
-  }
+/**
+ * An act's request read by `schema` (at most MAX_PROOF_BODY_BYTES: a contract wallet's signature
+ * runs long) and its signature checked: the body, and the act for creator-store.ts to spend,
+ * counted against the wallet's budget of proofs.
+ */
+export async function confirmedAct<
+  T extends { readonly message: string; readonly signature: string },
+>(
+  { config, checkFreshSignature }: ActDeps,
+  request: Request,
+  session: TokenIdentity,
+  purpose: ConfirmPurpose,
+  schema: z.ZodType<T>,
+): Promise<{ readonly act: ConfirmedAct; readonly body: T }> {
+  const body = parseRequest(schema, await readJson(request, MAX_PROOF_BODY_BYTES));
+  const signer = await checkFreshSignature(request, session, purpose, body);
+  return { body, act: { session, signer, perMinute: config.rateLimits.proofPerAddressPerMinute } };
 }

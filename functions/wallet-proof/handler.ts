@@ -3,9 +3,12 @@
  * refresh with rotation and reuse detection, and sign-out; and the creator's controls that need a
  * session or a fresh signature (fresh-signature.ts): the sessions list, signing sessions out,
  * unlocking live-run access, deleting the account. One module per route; this one only routes,
- * handing each route what it uses of the context.
+ * declaring what each route's caller must prove and handing each route what it uses of the
+ * context.
  */
 import type { ServiceContext } from "../_shared/context.ts";
+import { sessionChecks } from "../_shared/auth/session-checks.ts";
+import { refreshSuccessors } from "../_shared/auth/refresh-tokens.ts";
 import { type Handler, router } from "../_shared/http/router.ts";
 import { confirmNonceRoute } from "./confirm-nonce.ts";
 import { createContractProofCheck } from "./contract-proof.ts";
@@ -18,12 +21,14 @@ import { refreshRoute } from "./refresh.ts";
 import { sessionsRoute } from "./sessions.ts";
 import { signOutSessionsRoute } from "./sign-out-sessions.ts";
 import { unlockRoute } from "./unlock.ts";
-import { refreshSuccessors } from "../_shared/auth/refresh-tokens.ts";
 
 export const FUNCTION_NAME = "wallet-proof";
 
 export function createWalletProofHandler(context: ServiceContext): Handler {
   const { config, db, log, sessions, signInOrigins } = context;
+  // Logout's statement does not check the session, so it asks first; every other route's call
+  // checks in its own statement that the session is still live.
+  const { requireLiveSession, requireValidToken } = sessionChecks(sessions, config.publicApiKeys);
   const checkContractProof = createContractProofCheck(context);
   const checkFreshSignature = createFreshSignatureCheck({
     db,
@@ -31,8 +36,9 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
     signInOrigins,
     checkContractProof,
   });
-  const confirmed = { db, sessions, config, checkFreshSignature };
+  const act = { db, config, checkFreshSignature };
   return router(FUNCTION_NAME, [
+    // No session: a nonce is anyone's; the proof, or the refresh token, is its own credential.
     { method: "POST", path: "/nonce", handle: nonceRoute({ db, config, signInOrigins }) },
     {
       method: "POST",
@@ -50,15 +56,20 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
         successorOf: refreshSuccessors(config.jwtSecret),
       }),
     },
-    { method: "POST", path: "/logout", handle: logoutRoute({ db, sessions, config }) },
+    { method: "POST", path: "/logout", handle: requireLiveSession(logoutRoute({ db })) },
     {
       method: "POST",
       path: "/confirm/nonce",
-      handle: confirmNonceRoute({ db, sessions, config, signInOrigins }),
+      handle: requireValidToken(confirmNonceRoute({ db, config, signInOrigins })),
     },
-    { method: "GET", path: "/sessions", handle: sessionsRoute({ db, sessions, config }) },
-    { method: "POST", path: "/sessions/sign-out", handle: signOutSessionsRoute(confirmed) },
-    { method: "POST", path: "/unlock", handle: unlockRoute(confirmed) },
-    { method: "DELETE", path: "/account", handle: deleteAccountRoute(confirmed) },
+    { method: "GET", path: "/sessions", handle: requireValidToken(sessionsRoute({ db })) },
+    // And a fresh signature of the wallet's, checked by the route (fresh-signature.ts).
+    {
+      method: "POST",
+      path: "/sessions/sign-out",
+      handle: requireValidToken(signOutSessionsRoute(act)),
+    },
+    { method: "POST", path: "/unlock", handle: requireValidToken(unlockRoute(act)) },
+    { method: "DELETE", path: "/account", handle: requireValidToken(deleteAccountRoute(act)) },
   ]);
 }

@@ -4,8 +4,9 @@
  * route with typed examples.
  */
 import { body, noContent, ok, type Operation, SESSION } from "../_shared/http/api-operations.ts";
-import { apiSchemas } from "../_shared/http/api-schemas.ts";
+import { describeRequest } from "../_shared/http/api-schemas.ts";
 import { MAX_PROOF_BODY_BYTES } from "../_shared/http/bodies.ts";
+import type { ErrorCode } from "../_shared/http/errors.ts";
 import { nonceAnswer, sessionAnswer } from "./answers.ts";
 import { logoutRequest } from "./logout.ts";
 import { nonceRequest } from "./nonce.ts";
@@ -14,30 +15,29 @@ import { refreshRequest } from "./refresh.ts";
 
 const FUNCTION = "wallet-proof";
 
-apiSchemas.add(nonceRequest, {
-  id: "NonceRequest",
-  description:
-    "Both optional: the nonce is bound to what is named, and only a proof for it spends it.",
-});
-apiSchemas.add(nonceRequest.shape.address, {
-  description: "The wallet's address, any case; the answer then holds the whole message.",
-});
-apiSchemas.add(nonceRequest.shape.chainId, { description: "The chain the wallet is on." });
-apiSchemas.add(proofRequest, { id: "ProofRequest", description: "A signed EIP-4361 message." });
-apiSchemas.add(proofRequest.shape.message, {
-  description: "The EIP-4361 text: the nonce answer's `message`, or one built from its fields.",
-});
-apiSchemas.add(proofRequest.shape.signature, {
-  description:
+describeRequest(
+  nonceRequest,
+  {
+    id: "NonceRequest",
+    description:
+      "Both optional: the nonce is bound to what is named, and only a proof for it spends it.",
+  },
+  {
+    address: "The wallet's address, any case; the answer then holds the whole message.",
+    chainId: "The chain the wallet is on.",
+  },
+);
+describeRequest(proofRequest, { id: "ProofRequest", description: "A signed EIP-4361 message." }, {
+  message: "The EIP-4361 text: the nonce answer's `message`, or one built from its fields.",
+  signature:
     "EIP-191 personal_sign: 0x and 65 bytes of hex from a key; a contract wallet's may be longer.",
 });
-apiSchemas.add(refreshRequest, {
+describeRequest(refreshRequest, {
   id: "RefreshRequest",
   description: "`retryKeyHash` on a refresh's first try, `retryKey` only on its retry; not both.",
 });
-apiSchemas.add(logoutRequest, { id: "LogoutRequest" });
-apiSchemas.add(logoutRequest.shape.scope, {
-  description: '"local" (the default): this session; "global": every session of its creator.',
+describeRequest(logoutRequest, { id: "LogoutRequest" }, {
+  scope: '"local" (the default): this session; "global": every session of its creator.',
 });
 
 /** The examples are docs/api.md's. */
@@ -45,19 +45,35 @@ export const EXAMPLE_ADDRESS = "0xF69A8fDBc627be5Bb2fBBF053187ff6BAdDCe940";
 const EXAMPLE_NONCE = "Lk8yywGBBAcZRQ5wiSmSMQ82xn8WvBnH";
 const EXAMPLE_STATEMENT = "Sign in to wallet-vault-local. This signature proves you own this " +
   "wallet; it authorizes no transaction and costs no gas.";
-const EXAMPLE_MESSAGE = [
-  "127.0.0.1:54321 wants you to sign in with your Ethereum account:",
-  EXAMPLE_ADDRESS,
-  "",
-  EXAMPLE_STATEMENT,
-  "",
-  "URI: http://127.0.0.1:54321",
-  "Version: 1",
-  "Chain ID: 1",
-  `Nonce: ${EXAMPLE_NONCE}`,
-  "Issued At: 2026-11-22T10:00:00.000Z",
-  "Expiration Time: 2026-11-22T10:10:00.000Z",
-].join("\n");
+/** The examples' message to sign, for the local server, with `statement` and `nonce`. */
+export const exampleMessage = (statement: string, nonce: string): string =>
+  [
+    "127.0.0.1:54321 wants you to sign in with your Ethereum account:",
+    EXAMPLE_ADDRESS,
+    "",
+    statement,
+    "",
+    "URI: http://127.0.0.1:54321",
+    "Version: 1",
+    "Chain ID: 1",
+    `Nonce: ${nonce}`,
+    "Issued At: 2026-11-22T10:00:00.000Z",
+    "Expiration Time: 2026-11-22T10:10:00.000Z",
+  ].join("\n");
+const EXAMPLE_MESSAGE = exampleMessage(EXAMPLE_STATEMENT, EXAMPLE_NONCE);
+
+/** The examples' nonce answer, with `statement` and `nonce`, its message included. */
+export const exampleNonceAnswer = (statement: string, nonce: string) => ({
+  nonce,
+  issuedAt: "2026-11-22T10:00:00.000Z",
+  expiresAt: "2026-11-22T10:10:00.000Z",
+  domain: "127.0.0.1:54321",
+  uri: "http://127.0.0.1:54321",
+  chainId: 1,
+  version: "1" as const,
+  statement,
+  message: exampleMessage(statement, nonce),
+});
 const EXAMPLE_SESSION = {
   access_token: "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJyb2xlIjoiYXV0aGVudGljYXRlZCIs…",
   token_type: "bearer",
@@ -66,6 +82,27 @@ const EXAMPLE_SESSION = {
   refresh_token: "JNl08tdUJPS5WCt1dHtaWcCNsffbvHp5WSeU6kP8SVE",
   user: { id: "3389174d-38c9-4843-b7e9-1a6d42685e17", wallet_address: EXAMPLE_ADDRESS },
 } as const;
+
+/** What checking a signed EIP-4361 message may refuse: a sign-in's proof, a fresh signature. */
+export const SIGNED_MESSAGE_ERRORS: readonly ErrorCode[] = [
+  "invalid_message",
+  "domain_not_allowed",
+  "uri_not_allowed",
+  "chain_not_allowed",
+  "issued_in_future",
+  "message_expired",
+  "message_not_yet_valid",
+  "invalid_signature",
+  "signature_mismatch",
+  "nonce_unknown",
+  "nonce_expired",
+  "nonce_used",
+  "nonce_mismatch",
+  "purpose_mismatch",
+  "rate_limited",
+  "database_unavailable",
+  "chain_unavailable",
+];
 
 export const WALLET_PROOF_OPERATIONS: readonly Operation[] = [
   {
@@ -83,17 +120,7 @@ export const WALLET_PROOF_OPERATIONS: readonly Operation[] = [
     body: body(nonceRequest, { address: EXAMPLE_ADDRESS.toLowerCase(), chainId: 1 }, {
       optional: true,
     }),
-    answer: ok(nonceAnswer, {
-      nonce: EXAMPLE_NONCE,
-      issuedAt: "2026-11-22T10:00:00.000Z",
-      expiresAt: "2026-11-22T10:10:00.000Z",
-      domain: "127.0.0.1:54321",
-      uri: "http://127.0.0.1:54321",
-      chainId: 1,
-      version: "1",
-      statement: EXAMPLE_STATEMENT,
-      message: EXAMPLE_MESSAGE,
-    }),
+    answer: ok(nonceAnswer, exampleNonceAnswer(EXAMPLE_STATEMENT, EXAMPLE_NONCE)),
     errors: ["chain_not_allowed", "rate_limited", "database_unavailable"],
   },
   {
@@ -112,25 +139,7 @@ export const WALLET_PROOF_OPERATIONS: readonly Operation[] = [
       maxBytes: MAX_PROOF_BODY_BYTES,
     }),
     answer: ok(sessionAnswer, EXAMPLE_SESSION),
-    errors: [
-      "invalid_message",
-      "domain_not_allowed",
-      "uri_not_allowed",
-      "chain_not_allowed",
-      "issued_in_future",
-      "message_expired",
-      "message_not_yet_valid",
-      "invalid_signature",
-      "signature_mismatch",
-      "nonce_unknown",
-      "nonce_expired",
-      "nonce_used",
-      "nonce_mismatch",
-      "purpose_mismatch",
-      "rate_limited",
-      "database_unavailable",
-      "chain_unavailable",
-    ],
+    errors: SIGNED_MESSAGE_ERRORS,
   },
   {
     function: FUNCTION,

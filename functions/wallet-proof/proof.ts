@@ -3,22 +3,13 @@
  * contract-proof.ts) exchanged for a session.
  */
 import { z } from "zod";
-import type { AppConfig } from "../_shared/config/config.ts";
+import type { AppConfig } from "../_shared/config/app-config.ts";
 import type { Database } from "../_shared/db/db.ts";
-import {
-  clientIp,
-  enforceRateLimit,
-  RATE_LIMIT_WINDOW_SECONDS,
-  rateLimited,
-} from "../_shared/auth/rate-limit.ts";
+import { clientIp, enforceRateLimit, rateLimited } from "../_shared/auth/rate-limit.ts";
 import { hashRefreshToken, newRefreshToken } from "../_shared/auth/refresh-tokens.ts";
 import type { SessionTokens } from "../_shared/auth/session-tokens.ts";
-import {
-  checkSiweMessage,
-  MAX_MESSAGE_LENGTH,
-  type SiweFields,
-  verifySignature,
-} from "../_shared/auth/siwe.ts";
+import { checkSiweMessage, type SiweFields, verifySignature } from "../_shared/auth/siwe.ts";
+import { MAX_MESSAGE_LENGTH } from "../_shared/auth/siwe-parser.ts";
 import { MAX_CONTRACT_SIGNATURE_BYTES } from "../_shared/chain/contract-signatures.ts";
 import { MAX_PROOF_BODY_BYTES, readJson } from "../_shared/http/bodies.ts";
 import { clientDescription } from "../_shared/http/client-description.ts";
@@ -27,6 +18,7 @@ import { acceptsLoopbackOrigins, signInOriginsFor } from "../_shared/http/local-
 import { parseRequest } from "../_shared/http/request-issues.ts";
 import type { Handler } from "../_shared/http/router.ts";
 import { type ContractProofCheck, nonceRefusal } from "./contract-proof.ts";
+import { signIn } from "./identity-store.ts";
 import { requireOrigins, sessionAnswer } from "./session-answer.ts";
 
 const CLOCK_SKEW_MS = 60_000;
@@ -36,17 +28,6 @@ export const proofRequest = z.strictObject({
   // 65 bytes from a key; contract wallets' signatures (multisig, passkey, ERC-6492) run longer.
   signature: z.string().max(2 + 2 * MAX_CONTRACT_SIGNATURE_BYTES),
 });
-
-/** What public.sign_in_from_ip (and public.sign_in_with_nonce within it) answers. */
-type SignInResult =
-  | { outcome: "signed_in"; session_id: string; user_id: string; retry_after: null }
-  | { outcome: "rate_limited"; session_id: null; user_id: null; retry_after: number }
-  | {
-    outcome: "nonce_unknown" | "nonce_used" | "nonce_expired" | "nonce_mismatch";
-    session_id: null;
-    user_id: null;
-    retry_after: null;
-  };
 
 export interface ProofDeps {
   readonly db: Database;
@@ -103,33 +84,20 @@ export function proofRoute(deps: ProofDeps): Handler {
       await checkContractProof(request, fields, body.message, body.signature);
     }
 
-    // The rest is one database call (public.sign_in_from_ip): the client's count unless already
-    // taken, then public.sign_in_with_nonce: the wallet's own rate limit,
-    // counted only now that the signature is the wallet's (counted before, anyone could spend its
-    // budget with unsigned attempts and lock its owner out); the nonce consumed by a conditional
-    // update, so two concurrent proofs with one nonce get exactly one session; the wallet's
-    // creator created or reused; the session and its first refresh token stored.
+    // The rest is one database call (identity-store.ts's signIn).
     const walletAddress = fields.address.toLowerCase();
     const refreshToken = newRefreshToken();
-    const [result] = await db.query<SignInResult>(
-      `select outcome, session_id, user_id, retry_after
-         from public.sign_in_from_ip($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-      [
-        byKey ? ipLimit.bucket : null,
-        ipLimit.limit,
-        fields.nonce,
-        walletAddress,
-        await hashRefreshToken(refreshToken),
-        config.refreshTokenTtlSeconds,
-        config.rateLimits.proofPerAddressPerMinute,
-        RATE_LIMIT_WINDOW_SECONDS,
-        fields.chainId,
-        // A key is the same creator on every chain; a contract wallet is one per chain.
-        byKey ? null : fields.chainId,
-        // Kept with the session for the creator's sessions list (cleaned and cut short).
-        clientDescription(request),
-      ],
-    );
+    const result = await signIn(db, {
+      client: { ...ipLimit, counted: !byKey },
+      nonce: fields.nonce,
+      walletAddress,
+      refreshTokenHash: await hashRefreshToken(refreshToken),
+      refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
+      walletLimit: config.rateLimits.proofPerAddressPerMinute,
+      messageChainId: fields.chainId,
+      identityChainId: byKey ? null : fields.chainId,
+      clientDescription: clientDescription(request),
+    });
     if (result.outcome === "signed_in") {
       return sessionAnswer(deps, {
         userId: result.user_id,

@@ -7,9 +7,9 @@
  * it gets nothing.
  */
 import { z } from "zod";
-import type { AppConfig } from "../_shared/config/config.ts";
+import type { AppConfig } from "../_shared/config/app-config.ts";
 import type { Database } from "../_shared/db/db.ts";
-import { clientIp, RATE_LIMIT_WINDOW_SECONDS, rateLimited } from "../_shared/auth/rate-limit.ts";
+import { clientIp, rateLimited } from "../_shared/auth/rate-limit.ts";
 import {
   hashRefreshToken,
   newRefreshToken,
@@ -26,6 +26,7 @@ import { ServiceError } from "../_shared/http/errors.ts";
 import type { Logger } from "../_shared/http/log.ts";
 import { parseRequest } from "../_shared/http/request-issues.ts";
 import type { Handler } from "../_shared/http/router.ts";
+import { presentedRefreshToken, revokeForReuse, rotateRefreshToken } from "./identity-store.ts";
 import { sessionAnswer } from "./session-answer.ts";
 
 export const refreshRequest = z.strictObject({
@@ -42,8 +43,8 @@ export const refreshRequest = z.strictObject({
 });
 
 /**
- * The earlier protocol's field (the key itself, on every try) refused by name: a client still
- * sending it would hand its key to whoever copies its first request.
+ * `retry_key` (the key itself, on every try) refused by name: a client sending it would hand its
+ * key to whoever copies its first request.
  */
 function refusingRetiredField(body: unknown): unknown {
   if (typeof body === "object" && body !== null && Object.hasOwn(body, "retry_key")) {
@@ -56,53 +57,12 @@ function refusingRetiredField(body: unknown): unknown {
   return body;
 }
 
-/** The attempt's count in its window, and the rotated session when the token was spent. */
-type RefreshAttempt =
-  & { hits: number; retry_after: number }
-  & (
-    | { session_id: string; user_id: string; wallet_address: string }
-    | { session_id: null; user_id: null; wallet_address: null }
-  );
-
-/**
- * $1 the presented token's hash, $2 its successor's, $3 the client's bucket, $4 the window, $5 the
- * limit, $6 the retry key's commitment (or null), stored with the spent token. hit_rate_limit is
- * volatile, so its CTE runs exactly once, before the update reads it. When nothing was spent (over
- * the limit, or a token that is not live), only the count was written: count_only commits it
- * without waiting for the flush, since anyone can send refresh tokens (WITHOUT_WAITING_FOR_FLUSH
- * says why). A spend waits for it.
- */
-const ROTATE = `with attempt as (
-    select hits, retry_after from public.hit_rate_limit($3, $4)
-  ), spent as (
-    update public.auth_refresh_tokens t set used_at = now(), retry_key_hash = $6
-      from public.auth_sessions s
-     where t.token_hash = $1 and t.used_at is null and s.id = t.session_id
-       and s.revoked_at is null and s.expires_at > now()
-       and (select hits from attempt) <= $5
-    returning t.session_id, s.user_id
-  ), fresh as (
-    insert into public.auth_refresh_tokens (token_hash, session_id)
-      select $2, session_id from spent
-    returning session_id
-  ), count_only as (
-    select set_config('synchronous_commit', 'off', true)
-     where not exists (select 1 from spent)
-  )
-  select attempt.hits, attempt.retry_after, rotated.session_id, rotated.user_id,
-         rotated.wallet_address
-    from attempt left join (
-      select spent.session_id, spent.user_id, u.wallet_address
-        from spent join fresh on true join public.wallet_users u on u.id = spent.user_id
-    ) rotated on true
-    left join count_only on true`;
-
 /**
  * The longest a browser client waits for one answer (sdk/service-call.ts caps its timeoutMs there),
  * and the grace a retry gets: its two tries. The first may be spent by the service just before the
  * client gives up on it, and the retry must then reach the service within the client's second wait.
  */
-export const LONGEST_CLIENT_TRY_SECONDS = 60;
+const LONGEST_CLIENT_TRY_SECONDS = 60;
 
 /**
  * A spent token sent again with the key whose commitment it was spent with, this soon after, while
@@ -110,31 +70,7 @@ export const LONGEST_CLIENT_TRY_SECONDS = 60;
  * gets that successor again. Without the key, later, or once the successor has been used, a spent
  * token sent again revokes the session.
  */
-export const RETRY_GRACE_SECONDS = 2 * LONGEST_CLIENT_TRY_SECONDS;
-
-/** The presented token as stored: spent or not, its commitment, and whether a retry is in time. */
-const PRESENTED = `select t.session_id, s.user_id, u.wallet_address, t.used_at is not null as used,
-         (s.revoked_at is not null or s.expires_at <= now()) as revoked,
-         t.retry_key_hash as commitment,
-         coalesce(t.used_at > now() - make_interval(secs => $3)
-           and exists (
-             select 1 from public.auth_refresh_tokens n
-              where n.token_hash = $2 and n.session_id = t.session_id and n.used_at is null
-           ), false) as in_grace
-    from public.auth_refresh_tokens t
-    join public.auth_sessions s on s.id = t.session_id
-    join public.wallet_users u on u.id = s.user_id
-   where t.token_hash = $1`;
-
-type Presented = {
-  session_id: string;
-  user_id: string;
-  wallet_address: string;
-  used: boolean;
-  revoked: boolean;
-  commitment: Uint8Array | null;
-  in_grace: boolean;
-};
+const RETRY_GRACE_SECONDS = 2 * LONGEST_CLIENT_TRY_SECONDS;
 
 export interface RefreshDeps {
   readonly db: Database;
@@ -160,16 +96,13 @@ export function refreshRoute(deps: RefreshDeps): Handler {
       ? newRefreshToken()
       : await deps.successorOf(body.refresh_token, commitment.text);
     const nextHash = await hashRefreshToken(next);
-    // One statement: the client's attempt is counted first, and within its limit the presented
-    // token is spent and its successor stored. Over the limit nothing is spent or looked up.
-    const [attempt] = await db.query<RefreshAttempt>(ROTATE, [
+    const attempt = await rotateRefreshToken(db, {
       presented,
-      nextHash,
-      `refresh:ip:${clientIp(request, deps.config.clientIp)}`,
-      RATE_LIMIT_WINDOW_SECONDS,
-      deps.config.rateLimits.refreshPerIpPerMinute,
-      commitment?.bytes ?? null,
-    ]);
+      successor: nextHash,
+      commitment: commitment?.bytes ?? null,
+      bucket: `refresh:ip:${clientIp(request, deps.config.clientIp)}`,
+      limit: deps.config.rateLimits.refreshPerIpPerMinute,
+    });
     if (attempt.hits > deps.config.rateLimits.refreshPerIpPerMinute) {
       throw rateLimited(attempt.retry_after);
     }
@@ -180,11 +113,7 @@ export function refreshRoute(deps: RefreshDeps): Handler {
         walletAddress: attempt.wallet_address,
       }, next);
     }
-    const [known] = await db.query<Presented>(PRESENTED, [
-      presented,
-      nextHash,
-      RETRY_GRACE_SECONDS,
-    ]);
+    const known = await presentedRefreshToken(db, presented, nextHash, RETRY_GRACE_SECONDS);
     // Revoking below needs evidence of reuse, a spent token; anything else is just not valid.
     if (known === undefined || (!known.used && !known.revoked)) {
       throw new ServiceError("invalid_refresh_token", "This refresh token is not valid.");
@@ -213,11 +142,7 @@ export function refreshRoute(deps: RefreshDeps): Handler {
       );
     }
     // A spent token presented again means it was copied: end the whole session (theft detection).
-    await db.query(
-      `update public.auth_sessions set revoked_at = now(), revoked_reason = 'refresh_token_reuse'
-        where id = $1 and revoked_at is null`,
-      [known.session_id],
-    );
+    await revokeForReuse(db, known.session_id);
     log.info("refresh_token_reused", { session_id: known.session_id });
     throw new ServiceError(
       "refresh_token_reused",

@@ -1,7 +1,11 @@
-/** What two or more wallet-proof routes share: the origins sign-in accepts, the session answer. */
-import type { AppConfig } from "../_shared/config/config.ts";
+/**
+ * What two or more wallet-proof routes share: the origins and chains sign-in accepts, the session
+ * answer.
+ */
+import type { AppConfig } from "../_shared/config/app-config.ts";
 import { checksumAddress } from "../_shared/auth/eth.ts";
 import type { SessionTokens } from "../_shared/auth/session-tokens.ts";
+import { buildSiweMessage } from "../_shared/auth/siwe.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import { json } from "../_shared/http/responses.ts";
 import type { SessionAnswer } from "./answers.ts";
@@ -12,6 +16,66 @@ export function requireOrigins(signInOrigins: readonly string[]): readonly strin
     throw new ServiceError("not_configured", "Sign-in is not configured: set ALLOWED_ORIGINS.");
   }
   return signInOrigins;
+}
+
+/** A chain a nonce is asked for: chain_not_allowed unless sign-in accepts it (null: any). */
+export function requireAllowedChain(
+  chainId: number | undefined,
+  allowedChains: readonly number[] | null,
+): void {
+  if (chainId !== undefined && allowedChains !== null && !allowedChains.includes(chainId)) {
+    throw new ServiceError("chain_not_allowed", "Sign-in from this chain is not accepted.", {
+      allowedChainIds: allowedChains,
+    });
+  }
+}
+
+/** A nonce's message to sign, but for the origin it names and the signer's address. */
+export interface MessageToSign {
+  readonly chainId: number;
+  readonly nonce: string;
+  readonly issuedAt: Date;
+  readonly expiresAt: Date;
+  readonly statement: string;
+}
+
+/**
+ * A nonce answer's fields (every field of the message to sign), and the whole EIP-4361 message
+ * for an address (any case; written EIP-55 checksummed). The message names the page's own origin
+ * when it is one of `origins`, else the first: the caller cannot widen the list (outside
+ * production, a loopback page's own origin is accepted: local-origins.ts).
+ */
+export function nonceMessage(
+  request: Request,
+  origins: readonly string[],
+  message: MessageToSign,
+) {
+  const requestOrigin = request.headers.get("origin");
+  const origin = origins.find((o) => o === requestOrigin) ?? origins[0];
+  const domain = new URL(origin).host;
+  return {
+    fields: {
+      nonce: message.nonce,
+      issuedAt: message.issuedAt.toISOString(),
+      expiresAt: message.expiresAt.toISOString(),
+      domain,
+      uri: origin,
+      chainId: message.chainId,
+      version: "1" as const,
+      statement: message.statement,
+    },
+    forAddress: (address: string): string =>
+      buildSiweMessage({
+        domain,
+        uri: origin,
+        chainId: message.chainId,
+        nonce: message.nonce,
+        issuedAt: message.issuedAt,
+        expirationTime: message.expiresAt,
+        statement: message.statement,
+        address: checksumAddress(address),
+      }),
+  };
 }
 
 export interface SessionAnswerDeps {

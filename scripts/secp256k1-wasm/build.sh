@@ -15,15 +15,15 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 OUT="$ROOT/functions/_shared/auth/secp256k1-wasm.ts"
 SOURCE_SHA256="07c1d76fc485936138c6572e94374df22ba41df06617926572b8a690fe8bc34b"
-# 8: the multiplication table for G is 8 KiB instead of 1 MiB (window 15, the library's default)
-# and recovery measured as fast within noise (~100 µs either way in Deno 2.9.6).
+# 8: the multiplication table for G is 8 KiB instead of 1 MiB (window 15, the library's default),
+# and recovery is no slower.
 WINDOW=8
 FLAGS=(--target=wasm32 -O3 -mbulk-memory -nostdlib -ffreestanding
   -DUSE_FORCE_WIDEMUL_INT64=1 -DECMULT_WINDOW_SIZE=$WINDOW -DECMULT_GEN_PREC_BITS=4
   -fdata-sections -ffunction-sections
   -Wl,--no-entry -Wl,--gc-sections -Wl,--strip-all)
 # USE_FORCE_WIDEMUL_INT64: 26-bit limbs multiplied with wasm's native 64-bit multiply. The 52-bit
-# limbs of the int128 build need a software 64x64->128 multiply on wasm32 and measured 4x slower.
+# limbs of the int128 build need a software 64x64->128 multiply on wasm32, which is far slower.
 
 for tool in clang wasm-ld sha256sum base64 tar xz; do
   command -v "$tool" >/dev/null || { echo "build.sh: $tool is needed (apt-get install clang lld xz-utils)" >&2; exit 1; }
@@ -64,9 +64,7 @@ CLANG="$(clang --version | head -1)"
   echo "// (source tarball sha256 $SOURCE_SHA256)"
   echo "// + scripts/secp256k1-wasm/recover.c and keccak.c, built with $CLANG:"
   echo "// clang ${FLAGS[*]}"
-  echo "/** sha256 of the WebAssembly module below ($BYTES bytes). */"
-  echo "export const SECP256K1_WASM_SHA256 ="
-  echo "  \"$WASM_SHA256\";"
+  echo "// The module below: $BYTES bytes, sha256 $WASM_SHA256"
   echo "export const SECP256K1_WASM_BASE64 ="
   echo "  \"$(base64 -w0 "$WORK/secp256k1.wasm")\";"
 } >"$OUT"

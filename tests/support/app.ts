@@ -3,10 +3,11 @@
  * chosen engine, the local server's app, and helpers that sign in with real wallet signatures.
  */
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
-import { type AppConfig, parseConfig } from "../../functions/_shared/config/config.ts";
+import { parseConfig } from "../../functions/_shared/config/config.ts";
+import type { AppConfig } from "../../functions/_shared/config/app-config.ts";
 import { createServiceContext, type ServiceContext } from "../../functions/_shared/context.ts";
 import type { Database } from "../../functions/_shared/db/db.ts";
-import { silentLogger } from "../../functions/_shared/http/log.ts";
+import { silentLogger } from "./log.ts";
 import { createLocalApp, LOCAL_ANON_KEY, type LocalApp } from "../../server/app.ts";
 import { generateDevKeys } from "../../server/dev-keys.ts";
 import { assertContractKept, checkedApp } from "./contract.ts";

@@ -5,7 +5,8 @@
  */
 import { createServiceContext } from "../../functions/_shared/context.ts";
 import type { Database } from "../../functions/_shared/db/db.ts";
-import { type Logger, silentLogger } from "../../functions/_shared/http/log.ts";
+import { type Logger } from "../../functions/_shared/http/log.ts";
+import { silentLogger } from "./log.ts";
 import { createLocalApp } from "../../server/app.ts";
 import { TEST_ORIGIN, type TestApp } from "./app.ts";
 

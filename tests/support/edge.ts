@@ -8,7 +8,7 @@
  * What this does not reproduce: Supabase's own gateway (its JWT check, headers and limits), the
  * edge runtime's isolate recycling, wall-clock, CPU and memory limits.
  */
-import { FUNCTION_NAMES } from "../../functions/api/handler.ts";
+import { FUNCTION_NAMES } from "./function-names.ts";
 import { contractViolation } from "./contract.ts";
 import type { OlderDeno } from "./older-deno.ts";
 import { freePort, waitForPort } from "./ports.ts";

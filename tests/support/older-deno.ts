@@ -3,7 +3,7 @@
  * Edge Runtime followed in 2025, from npm into .cache/ (.ci/run installs it: OLDER_DENO_INSTALL).
  * It gets its own DENO_DIR, since its cache and lockfile formats are older than this Deno's.
  */
-import { FUNCTION_NAMES } from "../../functions/api/handler.ts";
+import { FUNCTION_NAMES } from "./function-names.ts";
 
 export const OLDER_DENO_VERSION = "2.1.4";
 const PREFIX = `.cache/deno-${OLDER_DENO_VERSION}`;

@@ -2,7 +2,7 @@
  * Fixed-window rate limits kept in Postgres, so every function instance counts against the same
  * window. One upsert per check (`public.hit_rate_limit`, which sign-in also calls in SQL).
  */
-import type { ClientIpSource } from "../config/config.ts";
+import type { ClientIpSource } from "../config/app-config.ts";
 import { FORWARDED_FOR } from "../config/env-schema.ts";
 import { type Database, queryWithoutWaitingForFlush } from "../db/db.ts";
 import { ServiceError } from "../http/errors.ts";
@@ -42,7 +42,7 @@ export function rateLimited(retryAfterSeconds: number): ServiceError {
 }
 
 /** The bucket every request shares when no trustworthy address can be read. */
-export const UNKNOWN_CLIENT = "unknown";
+const UNKNOWN_CLIENT = "unknown";
 
 /**
  * The client's address as the trusted proxies recorded it, per `source` (CLIENT_IP_HEADER and
@@ -68,7 +68,7 @@ export function clientIp(request: Request, source: ClientIpSource): string {
  * IPv6 counts per /64, the block one subscriber is usually given: per address, a client with a
  * /64 would have 2^64 budgets. An IPv4-mapped IPv6 address counts as its IPv4 address.
  */
-export function rateLimitAddress(text: string): string | null {
+function rateLimitAddress(text: string): string | null {
   if (text.length === 0 || text.length > 45) return null;
   const ipv4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(text);
   if (ipv4 !== null) {

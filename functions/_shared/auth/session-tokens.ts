@@ -1,14 +1,15 @@
 /**
  * Session access tokens: Supabase-compatible HS256 JWTs (sub = user id, role = aud =
- * "authenticated", session_id, wallet_address). The one verifier every function uses checks the
- * signature, pins the algorithm, checks expiry and audience, and asks the database whether the
- * session is still live, so sign-out and revocation take effect at once.
+ * "authenticated", session_id, wallet_address). `checkToken` checks the token alone (signature,
+ * pinned algorithm, expiry, audience, claims); `checkLiveSession` also asks the database whether
+ * the session is still live, so sign-out and revocation take effect at once. Routes declare which
+ * they need in their function's route table (session-checks.ts).
  */
 import { errors as joseErrors, jwtVerify, SignJWT } from "jose";
 import type { CreatorClaims, Queryable } from "../db/db.ts";
 import { ServiceError } from "../http/errors.ts";
 
-export const TOKEN_ISSUER = "wallet-proof";
+const TOKEN_ISSUER = "wallet-proof";
 const AUDIENCE = "authenticated";
 
 export interface SessionIdentity {
@@ -17,7 +18,11 @@ export interface SessionIdentity {
   readonly walletAddress: string;
 }
 
-export interface VerifiedSession extends SessionIdentity {
+/**
+ * The creator a valid token names. Whether its session is still live is not part of it: that is
+ * checkLiveSession's question, or the route's own statement's.
+ */
+export interface TokenIdentity extends SessionIdentity {
   /** The JWT claims the database sees (request.jwt.claims), so row-level security sees this creator. */
   readonly claims: CreatorClaims;
   readonly expiresAt: number;
@@ -25,13 +30,13 @@ export interface VerifiedSession extends SessionIdentity {
 
 export interface SessionTokens {
   issue(identity: SessionIdentity): Promise<{ accessToken: string; expiresAt: number }>;
-  /** The token and, in the database, that its session is still live. */
-  verify(token: string): Promise<VerifiedSession>;
   /**
    * The token only (signature, algorithm, expiry, audience, claims), for a caller that checks the
    * session in its own statement (the vault's database functions), saving a round trip.
    */
-  verifyToken(token: string): Promise<VerifiedSession>;
+  checkToken(token: string): Promise<TokenIdentity>;
+  /** The token and, in the database, that its session is still live. */
+  checkLiveSession(token: string): Promise<TokenIdentity>;
 }
 
 export interface SessionTokenOptions {
@@ -60,12 +65,11 @@ export function createSessionTokens(options: SessionTokenOptions): SessionTokens
   const nowSeconds = () => Math.floor((options.now?.() ?? Date.now()) / 1000);
 
   // Tokens verified recently, by their exact text: a creator's client sends the same token on
-  // every call, and checking its HMAC and claims again each time was a measurable share of a vault
-  // request. Only tokens that passed are kept, expiry is checked on every use, and liveness is
-  // still the database's answer.
-  const verified = new Map<string, VerifiedSession>();
+  // every call, so its HMAC and claims are checked once. Only tokens that passed are kept, expiry
+  // is checked on every use, and liveness is still the database's answer.
+  const verified = new Map<string, TokenIdentity>();
 
-  async function verifyToken(token: string): Promise<VerifiedSession> {
+  async function checkToken(token: string): Promise<TokenIdentity> {
     const known = verified.get(token);
     if (known !== undefined) {
       if (known.expiresAt > nowSeconds()) return known;
@@ -95,7 +99,7 @@ export function createSessionTokens(options: SessionTokenOptions): SessionTokens
     ) {
       throw new ServiceError("invalid_token", "The session token is not valid.");
     }
-    const session: VerifiedSession = {
+    const session: TokenIdentity = {
       userId: sub,
       sessionId,
       walletAddress,
@@ -128,10 +132,10 @@ export function createSessionTokens(options: SessionTokenOptions): SessionTokens
       return { accessToken, expiresAt };
     },
 
-    verifyToken,
+    checkToken,
 
-    async verify(token) {
-      const session = await verifyToken(token);
+    async checkLiveSession(token) {
+      const session = await checkToken(token);
       const [{ live }] = await options.db.query<{ live: boolean }>(LIVE_SESSION, [
         session.sessionId,
         session.userId,

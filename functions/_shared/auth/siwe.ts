@@ -5,16 +5,7 @@
  */
 import { checksumAddress, recoverPersonalSigner } from "./eth.ts";
 import { ServiceError } from "../http/errors.ts";
-import {
-  ADDRESS,
-  CHAIN_ID,
-  DATE_TIME,
-  HEADER,
-  NONCE,
-  REQUEST_ID,
-  STATEMENT,
-  URI,
-} from "./siwe-grammar.ts";
+import { parseSiweMessage, STATEMENT } from "./siwe-parser.ts";
 
 export interface SiweFields {
   readonly address: `0x${string}`;
@@ -42,7 +33,6 @@ export interface SiwePolicy {
   readonly clockSkewMs: number;
 }
 
-export const MAX_MESSAGE_LENGTH = 4096;
 const NONCE_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 const NONCE_LENGTH = 32;
 // secp256k1 group order n / 2: a signature with s above it is the malleable twin of a valid one.
@@ -122,128 +112,6 @@ export function checkSiweMessage(message: string, policy: SiwePolicy): SiweField
     throw new ServiceError("message_not_yet_valid", "The message is not valid yet.");
   }
   return fields;
-}
-
-// The pieces of the EIP-4361 ABNF, with RFC 3986 for the domain (an authority), URIs and the
-// request id. Hosts may be IP literals ("[::1]:8080", "[v7.x]") as RFC 3986 and the reference
-// parser allow; an IPv6 literal must be a well-formed address (no zone id: RFC 3986 has none).
-/**
- * A strict EIP-4361 parser: it accepts only messages that follow the ABNF line by line (EIP-55
- * address, fields in order, nothing before or after), i.e. a subset of what the reference parser
- * (`@spruceid/siwe-parser`, which wallets use to recognise sign-in requests) accepts. A lenient
- * parser would accept text a wallet does not recognise as a sign-in request, and so signs without
- * warning the creator that the requesting site is not the message's domain: the phishing relay that
- * the domain binding exists to stop.
- */
-export function parseSiweMessage(message: string): SiweFields {
-  const invalid = (why: string) =>
-    new ServiceError("invalid_message", `Not an EIP-4361 message: ${why}.`);
-  if (message.length > MAX_MESSAGE_LENGTH) throw invalid("too long");
-  const lines = message.split("\n");
-  if (/^(?:[A-Za-z][A-Za-z0-9+.-]*:\/\/)? wants you /.test(lines[0])) {
-    throw invalid("the first line names no domain");
-  }
-  const header = HEADER.exec(lines[0]);
-  if (header === null) throw invalid('the first line must be "<domain> wants you to sign in…"');
-  const [, scheme, domain] = header;
-  const address = lines[1] ?? "";
-  if (!ADDRESS.test(address)) throw invalid("the second line must be the address");
-  // EIP-55: the reference parser, and so the wallets, refuse a lowercase or mis-cased address.
-  if (checksumAddress(address) !== address) {
-    throw invalid("the address must be EIP-55 checksummed");
-  }
-  if (lines[2] !== "") throw invalid("a blank line must follow the address");
-
-  // No statement: one more blank line. A statement: its line, then a blank line. An empty
-  // statement (as the siwe package writes one): two blank lines.
-  let next = 3;
-  let statement: string | undefined;
-  if (lines[3] === "" && lines[4] === "") {
-    next = 5;
-  } else if (lines[3] === "") {
-    next = 4;
-  } else {
-    statement = lines[3];
-    if (statement === undefined) throw invalid("it ends after the address");
-    if (!STATEMENT.test(statement)) {
-      throw invalid("the statement holds characters EIP-4361 does not allow");
-    }
-    if (lines[4] !== "") throw invalid("a blank line must follow the statement");
-    next = 5;
-  }
-
-  const field = (title: string, required: boolean): string | undefined => {
-    const line = lines[next];
-    if (line !== undefined && line.startsWith(`${title}: `)) {
-      next += 1;
-      return line.slice(title.length + 2);
-    }
-    if (required) throw invalid(`"${title}: " expected in its place`);
-    return undefined;
-  };
-  const uri = field("URI", true)!;
-  if (!URI.test(uri)) throw invalid("URI is not an RFC 3986 URI");
-  if (field("Version", true) !== "1") throw invalid("Version must be 1");
-  const chainIdText = field("Chain ID", true)!;
-  const chainId = Number(chainIdText);
-  // Chain 0 is no EIP-155 chain, and no nonce is handed out for it.
-  if (!CHAIN_ID.test(chainIdText) || !Number.isSafeInteger(chainId) || chainId === 0) {
-    throw invalid("Chain ID must be a positive integer");
-  }
-  const nonce = field("Nonce", true)!;
-  if (!NONCE.test(nonce)) throw invalid("Nonce must be at least 8 letters or digits");
-  const issuedAt = dateTime(field("Issued At", true)!, "Issued At");
-  const expirationText = field("Expiration Time", false);
-  const notBeforeText = field("Not Before", false);
-  const requestId = field("Request ID", false);
-  if (requestId !== undefined && !REQUEST_ID.test(requestId)) throw invalid("bad Request ID");
-  let resources: string[] | undefined;
-  if (lines[next] === "Resources:") {
-    resources = [];
-    next += 1;
-    while (lines[next]?.startsWith("- ")) {
-      const resource = lines[next].slice(2);
-      if (!URI.test(resource)) throw invalid("every resource must be an RFC 3986 URI");
-      resources.push(resource);
-      next += 1;
-    }
-  }
-  if (next !== lines.length) throw invalid("unexpected text after the last field");
-
-  function dateTime(text: string, title: string): Date {
-    const match = DATE_TIME.exec(text);
-    const date = new Date(text);
-    if (match === null || Number.isNaN(date.getTime())) {
-      throw invalid(`${title} must be an RFC 3339 date-time`);
-    }
-    const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number);
-    const [offsetHour, offsetMinute] = match.slice(7, 9).map((v) => Number(v ?? 0));
-    const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
-    if (
-      month < 1 || month > 12 || day < 1 || day > daysInMonth || hour > 23 || minute > 59 ||
-      second > 59 || offsetHour > 23 || offsetMinute > 59
-    ) {
-      throw invalid(`${title} is not a real date and time`);
-    }
-    return date;
-  }
-
-  return {
-    address: address as `0x${string}`,
-    domain,
-    uri,
-    chainId,
-    nonce,
-    issuedAt,
-    ...(scheme === undefined ? {} : { scheme }),
-    ...(statement === undefined ? {} : { statement }),
-    ...(expirationText === undefined
-      ? {}
-      : { expirationTime: dateTime(expirationText, "Expiration Time") }),
-    ...(notBeforeText === undefined ? {} : { notBefore: dateTime(notBeforeText, "Not Before") }),
-    ...(requestId === undefined ? {} : { requestId }),
-    ...(resources === undefined ? {} : { resources }),
-  };
 }
 
 function uriUnderOrigin(uri: string, origin: string): boolean {

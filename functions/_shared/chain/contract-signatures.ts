@@ -51,7 +51,7 @@ export function createContractSignatureVerifier(rpc: ChainRpc): ContractSignatur
  * The validator's init code with `abi.encode(chainId, signer, hash, signature)`, its
  * constructor's input.
  */
-export function encodeValidatorCall(
+function encodeValidatorCall(
   chainId: number,
   signer: string,
   hash: Uint8Array,

@@ -34,7 +34,7 @@ export const FORWARDED_FOR = "x-forwarded-for";
  * server overwrites the configured one with the socket's address: `authorization`, `cookie`, `host`
  * or `x-service-server-secret` there would give every client one bucket and lose a credential.
  */
-export const CLIENT_IP_HEADERS = [
+const CLIENT_IP_HEADERS = [
   FORWARDED_FOR,
   "x-real-ip",
   "cf-connecting-ip",

@@ -16,7 +16,7 @@ const LOCATED_BY = ["SUPABASE_URL", "DATABASE_URL", "SUPABASE_DB_URL"] as const;
  * this one: `supabase functions serve` gives `http://kong:8000` and a database at `db`), Docker's
  * name for the host machine, and no host at all (a Unix socket).
  */
-export function isLocalHost(hostname: string): boolean {
+function isLocalHost(hostname: string): boolean {
   // A postgres:// URL's host is not lower-cased by the URL parser, and a trailing dot is allowed.
   const host = hostname.toLowerCase().replace(/\.$/, "");
   if (host === "" || host === "host.docker.internal" || isLoopbackHostname(host)) return true;

@@ -13,22 +13,18 @@ export type Row = Record<string, unknown>;
  * request would let anyone make the database flush at will. A crash forgets at most the last
  * wal_writer_delay (200 ms by default) of them.
  */
-export const WITHOUT_WAITING_FOR_FLUSH = "set local synchronous_commit = off";
-
-/** `statement` in a transaction of its own that commits without waiting for the flush. */
-export function withoutWaitingForFlush(statement: Statement): [Statement, Statement] {
-  return [{ text: WITHOUT_WAITING_FOR_FLUSH }, statement];
-}
+const WITHOUT_WAITING_FOR_FLUSH = "set local synchronous_commit = off";
 
 /**
- * Runs withoutWaitingForFlush(statement): its rows, or the first failure (behind a failed setting
- * the statement failed too, the transaction being aborted).
+ * `statement` in a transaction of its own that commits without waiting for the flush: its rows,
+ * or the first failure (behind a failed setting the statement failed too, the transaction being
+ * aborted).
  */
 export async function queryWithoutWaitingForFlush<T extends Row>(
   db: Pick<Database, "batch">,
   statement: Statement,
 ): Promise<T[]> {
-  const [setting, outcome] = await db.batch(withoutWaitingForFlush(statement));
+  const [setting, outcome] = await db.batch([{ text: WITHOUT_WAITING_FOR_FLUSH }, statement]);
   if (setting.status === "rejected") throw setting.reason;
   if (outcome.status === "rejected") throw outcome.reason;
   return outcome.value as T[];

@@ -1,35 +1,21 @@
 import postgres from "postgres";
 import { fromHex, toHex } from "../bytes.ts";
-import { CONNECTION_LOST_CODES } from "./unavailable.ts";
 import type { Database, DatabaseSettings, Queryable, Row, Statement } from "./db.ts";
+import {
+  allSettledUnlessLost,
+  connectionLost,
+  DatabaseDeadlineError,
+  guardWriteAfterClose,
+  withDeadline,
+} from "./postgres-failures.ts";
 import { createWarmConnections } from "./warm-connections.ts";
 
 type PostgresSettings = Extract<DatabaseSettings, { engine: "postgres" }>;
 
 /**
- * The one error for "the database did not answer in time": its code is one isDatabaseUnavailable
- * knows, so the HTTP layer turns it into 503 database_unavailable.
- */
-export class DatabaseDeadlineError extends Error {
-  readonly code = "ETIMEDOUT";
-  constructor(timeoutMs: number) {
-    super(`The database did not answer within ${timeoutMs} ms.`);
-    this.name = "DatabaseDeadlineError";
-  }
-}
-
-/**
- * Failures after which an established connection is gone. postgres.js 3.4.9 can leave such a
- * connection object wedged (a write scheduled before the close is kept and blocks the next startup
- * message), so the pool that saw one is replaced rather than reused.
- */
-const CONNECTION_LOST = new Set(CONNECTION_LOST_CODES);
-
-/**
  * bytea both ways through the engine's native hex codec where it has one (../bytes.ts): the
- * driver's default goes through Deno's Buffer hex code, which is JavaScript (a reveal decodes
- * fourteen values: ~35 µs of CPU, measured by bench:cpu-profile). Values come back as plain
- * Uint8Arrays, as PGlite returns them.
+ * driver's default goes through Deno's Buffer hex code, which is JavaScript. Values come back as
+ * plain Uint8Arrays, as PGlite returns them.
  */
 const BYTEA = {
   to: 17,
@@ -85,9 +71,7 @@ export function openPostgres(settings: PostgresSettings): Database {
   const onLost = (error: unknown, pool: postgres.Sql) => {
     if (connectionLost(error)) replace(pool);
   };
-  const resetAfterWriteRace = () => replace(sql);
-  writeRaceResets.add(resetAfterWriteRace);
-  installWriteRaceGuard();
+  const stopGuarding = guardWriteAfterClose(() => replace(sql));
 
   /** `expired`: the caller was already answered, so nothing more is sent on its behalf. */
   const on = (
@@ -253,70 +237,9 @@ export function openPostgres(settings: PostgresSettings): Database {
     batch,
     async close() {
       closed = true;
-      writeRaceResets.delete(resetAfterWriteRace);
+      stopGuarding();
       warm.releaseAll();
       await Promise.all([sql.end({ timeout: 5 }), ...retiring]);
     },
   };
-}
-
-/** Whether `error` means the connection is gone (`destroyed`: also when the driver ended it). */
-function connectionLost(error: unknown, destroyed = false): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" &&
-    (CONNECTION_LOST.has(code) || (destroyed && code === "CONNECTION_DESTROYED"));
-}
-
-/** Promise.allSettled, except that a lost connection rejects at once, with its error. */
-function allSettledUnlessLost<T>(
-  promises: readonly Promise<T>[],
-): Promise<PromiseSettledResult<T>[]> {
-  return new Promise((resolve, reject) => {
-    for (const promise of promises) {
-      promise.catch((error: unknown) => {
-        if (connectionLost(error, true)) reject(error);
-      });
-    }
-    Promise.allSettled(promises).then(resolve);
-  });
-}
-
-/** Settles like `operation`, or rejects with DatabaseDeadlineError after `ms`. */
-function withDeadline<T>(operation: PromiseLike<T>, ms: number, onExpiry?: () => void): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      onExpiry?.();
-      reject(new DatabaseDeadlineError(ms));
-    }, ms);
-  });
-  return Promise.race([operation, deadline]).finally(() => clearTimeout(timer));
-}
-
-// ---------------------------------------------------------------------------------------------
-// postgres.js 3.4.9 write-after-close race (porsager/postgres#1154, #1208; fix proposed in #1209):
-// a write scheduled with setImmediate can run after the connection closed and throw from the
-// timer, outside any promise, which would end the process. It happens when the database goes away
-// mid-transaction (the driver's own ROLLBACK is written to the dead connection). Only that exact
-// error is stopped here; the pools are replaced since the connection object is left wedged, and
-// the request waiting on it is answered by its deadline. Every other uncaught error still ends the
-// process as before.
-
-const writeRaceResets = new Set<() => void>();
-let guardInstalled = false;
-
-function installWriteRaceGuard(): void {
-  if (guardInstalled || typeof globalThis.addEventListener !== "function") return;
-  guardInstalled = true;
-  globalThis.addEventListener("error", (event) => {
-    if (!isWriteAfterClose(event.error)) return;
-    event.preventDefault();
-    for (const reset of writeRaceResets) reset();
-  });
-}
-
-export function isWriteAfterClose(error: unknown): boolean {
-  return error instanceof TypeError &&
-    error.message.includes("(reading 'write')") &&
-    /nextWrite[^\n]*[/\\]postgres[/\\][^\n]*connection\.js/.test(error.stack ?? "");
 }

@@ -1,9 +1,8 @@
 /**
  * Reserved connections handed out warmest first. postgres.js hands out its idle connections in
- * turn (first in, first out), so once a burst had opened the whole pool, every request after it
- * went to a different connection: one at a time, each server process it reached had been idle the
- * longest (bench:schedule, a reveal at concurrency 1 after 16 concurrent requests: 2.09x its floor
- * against 1.60x on one connection), and no connection ever idled long enough to be closed.
+ * turn (first in, first out), so once a burst has opened the whole pool, every request after it
+ * goes to a different connection: one at a time, each server process it reaches has been idle the
+ * longest (and slower for it), and no connection ever idles long enough to be closed.
  *
  * A released connection is kept here, still reserved, for a moment, and the next request takes the
  * one released last. One kept longer than PARKED_MS goes back to the driver, whose idle timeout

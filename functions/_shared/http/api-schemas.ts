@@ -27,6 +27,21 @@ export function described<T extends z.ZodType>(schema: T, description: string): 
   return schema;
 }
 
+/**
+ * A request's schema named (and described) for the description, and some of its fields described:
+ * `fields` maps a field's name to its description.
+ */
+export function describeRequest<S extends z.ZodObject>(
+  schema: S,
+  meta: ApiMeta,
+  fields: { readonly [F in keyof S["shape"]]?: string } = {},
+): void {
+  apiSchemas.add(schema, meta);
+  for (const [name, description] of Object.entries(fields)) {
+    if (description !== undefined) apiSchemas.add(schema.shape[name], { description });
+  }
+}
+
 apiSchemas.add(secretTypeSchema, {
   id: "SecretType",
   description: "A secret type, in the order every list uses.",

@@ -1,4 +1,4 @@
-/** Bounded request bodies: bytes counted as they arrive, JSON, and the bearer token. */
+/** Bounded request bodies: bytes counted as they arrive, and JSON. */
 import { ServiceError } from "./errors.ts";
 import { hasDuplicateKey } from "./json-keys.ts";
 
@@ -87,34 +87,4 @@ function tooLarge(maxBytes: number) {
   return new ServiceError("payload_too_large", `The body must be at most ${maxBytes} bytes.`, {
     maxBytes,
   });
-}
-
-export function bearerToken(request: Request): string | null {
-  const header = request.headers.get("authorization");
-  if (header === null) return null;
-  const match = /^Bearer[ ]+([^\s]+)[ ]*$/i.exec(header);
-  if (!match) {
-    throw new ServiceError("invalid_token", "Send the session as Authorization: Bearer <token>.");
-  }
-  return match[1];
-}
-
-/**
- * The caller's session token, or null when it has none. supabase-js sends the project's public API
- * key as the bearer when the app has no session of its own: that is a client without a session, not
- * a forged one. Only an exact match counts (a bearer that merely looks like a key is a token that
- * fails verification); the keys ship in every frontend, so comparing them leaks nothing.
- */
-export function sessionBearer(request: Request, publicApiKeys: readonly string[]): string | null {
-  const token = bearerToken(request);
-  return token !== null && publicApiKeys.includes(token) ? null : token;
-}
-
-/** sessionBearer for a route that needs a session: none is refused with missing_token. */
-export function requireSessionToken(request: Request, publicApiKeys: readonly string[]): string {
-  const token = sessionBearer(request, publicApiKeys);
-  if (token === null) {
-    throw new ServiceError("missing_token", "Send Authorization: Bearer <token>.");
-  }
-  return token;
 }

@@ -4,7 +4,7 @@
  * spaces are one, and it is cut short, so what a list shows is bounded and cannot hide characters.
  */
 
-/** The most a session keeps (migration 20261126030000 checks the same). */
+/** The most a session keeps (public.auth_sessions checks the same). */
 export const MAX_CLIENT_DESCRIPTION = 160;
 
 /** The request's User-Agent, cleaned and cut to MAX_CLIENT_DESCRIPTION; null when none is left. */

@@ -6,7 +6,7 @@
  * and test run against a local stack alone (config/local-stack.ts): no hosted project's creators
  * can be signed in through it.
  */
-import type { AppEnv } from "../config/config.ts";
+import type { AppEnv } from "../config/app-config.ts";
 import { isLoopbackHostname } from "./loopback.ts";
 
 /** Whether `appEnv` lets any loopback origin in (development and test; never production). */

@@ -14,5 +14,3 @@ export const consoleLogger: Logger = {
   info: (event, fields) => console.log(JSON.stringify({ level: "info", event, ...fields })),
   error: (event, fields) => console.error(JSON.stringify({ level: "error", event, ...fields })),
 };
-
-export const silentLogger: Logger = { info: () => {}, error: () => {} };

@@ -12,7 +12,7 @@ const JSON_HEADERS = { "content-type": "application/json; charset=utf-8", ...NO_
 
 export function json(body: unknown, status = 200, headers?: HeadersInit): Response {
   const response = new Response(JSON.stringify(body), { status, headers: JSON_HEADERS });
-  // Most answers add nothing: no Headers object is built for them (measured ~10 µs a response).
+  // Most answers add nothing: no Headers object is built for them.
   if (headers !== undefined) {
     for (const [name, value] of new Headers(headers)) response.headers.set(name, value);
   }

@@ -32,9 +32,9 @@ export function subpath(url: string, functionName: string): string | null {
 }
 
 /**
- * `path` without its trailing slashes, in one pass from the end. `/\/+$/` backtracked at every
- * slash of a long run that is not at the end ("/api////…/a"): one 64 KB path held the event loop
- * for over a second, before any limit or token check.
+ * `path` without its trailing slashes, in one pass from the end. `/\/+$/` backtracks at every
+ * slash of a long run that is not at the end ("/api////…/a"): a long path would hold the event
+ * loop, before any limit or token check.
  */
 function withoutTrailingSlashes(path: string): string {
   let end = path.length;

@@ -1,5 +1,5 @@
 /** CORS and the error boundary every function (and the local server) answers through. */
-import type { AppConfig } from "../config/config.ts";
+import type { AppConfig } from "../config/app-config.ts";
 import { acceptsLoopbackOrigins, isLoopbackOrigin } from "./local-origins.ts";
 import type { Logger } from "./log.ts";
 import { errorResponse, toServiceError } from "./responses.ts";

@@ -79,7 +79,7 @@ export function isProviderId(value: unknown): value is ProviderId {
  * so a creator whose preferred provider lacks a key still runs on another. To combine a recipe's
  * preference with the creator's, pass `[...recipeOrder, ...creatorOrder]`: the recipe wins.
  */
-export function providerOrder(preference: readonly string[] = []): ProviderId[] {
+function providerOrder(preference: readonly string[] = []): ProviderId[] {
   const order: ProviderId[] = [];
   for (const id of [...preference, ...DEFAULT_PROVIDER_ORDER]) {
     if (isProviderId(id) && !order.includes(id)) order.push(id);

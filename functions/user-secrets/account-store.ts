@@ -1,11 +1,12 @@
 /**
- * The creator's activity: its audit trail (public.secret_events) read as the creator, under
- * row-level security, a page at a time, newest first (migration 20261126030000). Each event is
- * shown as what happened and who acted, never with a value or a token. The cursor is opaque to
- * clients: it names the previous page's last event, and names another creator's event in vain.
+ * The creator's account and its activity, each one call of a checked database function. The
+ * activity is the audit trail (public.secret_events) read as the creator, under row-level
+ * security, a page at a time, newest first. Each event is shown as what happened and who acted,
+ * never with a value or a token. The cursor is opaque to clients: it names the previous page's
+ * last event, and names another creator's event in vain.
  */
 import type { Queryable } from "../_shared/db/db.ts";
-import { sessionEnded, type VerifiedSession } from "../_shared/auth/session-tokens.ts";
+import { sessionEnded, type TokenIdentity } from "../_shared/auth/session-tokens.ts";
 import { fromHex, toHex } from "../_shared/bytes.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import { SECRET_TYPES, type SecretType } from "../_shared/vault/secret-types.ts";
@@ -14,7 +15,7 @@ import type { ActivityEvent, ActivityKind, Actor } from "./control-answers.ts";
 export const DEFAULT_ACTIVITY_PAGE = 50;
 export const MAX_ACTIVITY_PAGE = 200;
 
-/** The trail's actions as the list names them, and who acts. Older 'put' rows read as saved. */
+/** The trail's actions as the list names them, and who acts: a first save is 'put'. */
 const SHOWN: Readonly<Record<string, readonly [ActivityKind, Actor]>> = {
   put: ["saved", "browser"],
   replace: ["replaced", "browser"],
@@ -40,7 +41,7 @@ const CURSOR_PREFIX = "evt:";
 const CURSOR = /^[0-9a-f]{10,46}$/;
 
 /** The cursor naming event `id` (the id's digits, wrapped). */
-export function encodeCursor(id: string): string {
+function encodeCursor(id: string): string {
   return toHex(new TextEncoder().encode(`${CURSOR_PREFIX}${id}`));
 }
 
@@ -61,7 +62,7 @@ export function decodeCursor(cursor: string): string {
 
 function shown(row: EventRow): ActivityEvent {
   const [kind, actor] = SHOWN[row.action] ?? ["reveal_refused", "live_run"];
-  // In the order every list uses, as the service writes them (older events hold one type).
+  // In the order every list uses, as the service writes them (most events hold one type).
   const types = SECRET_TYPES.filter((type) => row.secret_types.includes(type));
   return {
     kind,
@@ -80,7 +81,7 @@ function shown(row: EventRow): ActivityEvent {
  */
 export async function readActivity(
   db: Queryable,
-  session: VerifiedSession,
+  session: TokenIdentity,
   beforeId: string | null,
   pageSize: number,
 ): Promise<{ events: ActivityEvent[]; nextCursor: string | null }> {
@@ -94,5 +95,39 @@ export async function readActivity(
   return {
     events: page.map(shown),
     nextCursor: rows.length > pageSize ? encodeCursor(page[page.length - 1].id) : null,
+  };
+}
+
+export interface CreatorAccount {
+  readonly walletAddress: string;
+  /** A contract wallet's chain; null for a key. */
+  readonly chainId: number | null;
+  readonly createdAt: Date;
+  /** Since when live-run access is locked (vault-store.ts's lockReveals); null when it is not. */
+  readonly lockedAt: Date | null;
+}
+
+/** The session's creator; session_revoked when the session has ended. */
+export async function creatorAccount(
+  db: Queryable,
+  session: TokenIdentity,
+): Promise<CreatorAccount> {
+  const [row] = await db.query<{
+    live: boolean;
+    wallet_address: string;
+    chain_id: string | null;
+    created_at: Date;
+    reveals_locked_at: Date | null;
+  }>(
+    `select live, wallet_address, chain_id::text as chain_id, created_at, reveals_locked_at
+       from public.creator_account($1, $2)`,
+    [session.sessionId, session.userId],
+  );
+  if (!row.live) throw sessionEnded();
+  return {
+    walletAddress: row.wallet_address,
+    chainId: row.chain_id === null ? null : Number(row.chain_id),
+    createdAt: row.created_at,
+    lockedAt: row.reveals_locked_at,
   };
 }

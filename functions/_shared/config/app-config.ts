@@ -1,0 +1,76 @@
+/**
+ * The service's settings as one checked object (config.ts reads it from the environment): what
+ * every function, route and the local server are given.
+ */
+import type { DatabaseSettings } from "../db/db.ts";
+import type { EncryptionKeySpec } from "./keyring.ts";
+
+export type AppEnv = "development" | "test" | "production";
+
+/**
+ * Where the client's address comes from (per-IP rate limits). Only what a trusted proxy wrote may
+ * choose the bucket: never the leftmost X-Forwarded-For entry, which the client can write itself.
+ */
+export interface ClientIpSource {
+  /** Lowercase header name: `x-forwarded-for`, or a single-address header (`cf-connecting-ip`). */
+  readonly header: string;
+  /**
+   * x-forwarded-for only: how many trusted proxies append to it. The client's address is the
+   * entry this many places from the right (1: the rightmost, what the last proxy saw).
+   */
+  readonly trustedHops: number;
+}
+
+export interface AppConfig {
+  readonly appEnv: AppEnv;
+  readonly port: number;
+  readonly projectName: string;
+  readonly database: DatabaseSettings;
+  /** First key encrypts; every key decrypts (rotation). */
+  readonly encryptionKeys: readonly EncryptionKeySpec[];
+  readonly serverRevealToken: string;
+  readonly jwtSecret: string;
+  /** Origins whose EIP-4361 `domain`/`uri` are accepted and that CORS lets in. Empty: own origin only. */
+  readonly allowedOrigins: readonly string[];
+  /** null: any chain. */
+  readonly allowedChainIds: readonly number[] | null;
+  readonly nonceTtlSeconds: number;
+  readonly accessTokenTtlSeconds: number;
+  readonly refreshTokenTtlSeconds: number;
+  readonly rateLimits: {
+    readonly noncePerIpPerMinute: number;
+    readonly proofPerIpPerMinute: number;
+    readonly proofPerAddressPerMinute: number;
+    /** Refresh attempts per client IP: a token's guess costs the database, valid or not. */
+    readonly refreshPerIpPerMinute: number;
+    /** Vault PUTs and DELETEs per creator. */
+    readonly vaultWritesPerMinute: number;
+    /** Reveals per creator. */
+    readonly revealsPerMinute: number;
+    /** Reveals per server reveal token, every creator together. */
+    readonly revealsPerTokenPerMinute: number;
+    /** Reveals refused for a missing or wrong reveal token, per client IP (a right one never counts). */
+    readonly wrongRevealTokensPerIpPerMinute: number;
+    /** Contract-wallet checks (RPC calls) per client IP, and per address and chain, per minute. */
+    readonly rpcPerIpPerMinute: number;
+    readonly rpcPerAddressPerMinute: number;
+    /** Contract-wallet checks per (address, client IP) per minute: one client's share of a wallet. */
+    readonly rpcPerAddressPerClientPerMinute: number;
+  };
+  readonly clientIp: ClientIpSource;
+  /**
+   * CHAIN_RPC_URLS: the JSON-RPC endpoint per chain id that contract-wallet signatures (ERC-1271,
+   * ERC-6492) are checked on. A URL may carry an API key: it is never logged or answered.
+   */
+  readonly chainRpcUrls: ReadonlyMap<number, string>;
+  /** The deadline for one contract-wallet check, every RPC call in it included. */
+  readonly chainRpcTimeoutMs: number;
+  readonly supabase: {
+    readonly anonKey: string | null;
+  };
+  /**
+   * The project's public keys (SUPABASE_ANON_KEY and every SUPABASE_PUBLISHABLE_KEYS value).
+   * supabase-js sends one as the bearer when the app has no session: that means "no session".
+   */
+  readonly publicApiKeys: readonly string[];
+}

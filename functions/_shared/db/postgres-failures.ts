@@ -1,0 +1,98 @@
+/**
+ * How a postgres.js pool fails, for postgres.ts: the deadline every use shares, the errors that
+ * mean a connection is gone, and the guard against the driver's write-after-close crash.
+ */
+import { CONNECTION_LOST_CODES } from "./unavailable.ts";
+
+/**
+ * The one error for "the database did not answer in time": its code is one isDatabaseUnavailable
+ * knows, so the HTTP layer turns it into 503 database_unavailable.
+ */
+export class DatabaseDeadlineError extends Error {
+  readonly code = "ETIMEDOUT";
+  constructor(timeoutMs: number) {
+    super(`The database did not answer within ${timeoutMs} ms.`);
+    this.name = "DatabaseDeadlineError";
+  }
+}
+
+/**
+ * Failures after which an established connection is gone. postgres.js 3.4.9 can leave such a
+ * connection object wedged (a write scheduled before the close is kept and blocks the next startup
+ * message), so the pool that saw one is replaced rather than reused.
+ */
+const CONNECTION_LOST = new Set(CONNECTION_LOST_CODES);
+
+/** Whether `error` means the connection is gone (`destroyed`: also when the driver ended it). */
+export function connectionLost(error: unknown, destroyed = false): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" &&
+    (CONNECTION_LOST.has(code) || (destroyed && code === "CONNECTION_DESTROYED"));
+}
+
+/** Promise.allSettled, except that a lost connection rejects at once, with its error. */
+export function allSettledUnlessLost<T>(
+  promises: readonly Promise<T>[],
+): Promise<PromiseSettledResult<T>[]> {
+  return new Promise((resolve, reject) => {
+    for (const promise of promises) {
+      promise.catch((error: unknown) => {
+        if (connectionLost(error, true)) reject(error);
+      });
+    }
+    Promise.allSettled(promises).then(resolve);
+  });
+}
+
+/** Settles like `operation`, or rejects with DatabaseDeadlineError after `ms`. */
+export function withDeadline<T>(
+  operation: PromiseLike<T>,
+  ms: number,
+  onExpiry?: () => void,
+): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      onExpiry?.();
+      reject(new DatabaseDeadlineError(ms));
+    }, ms);
+  });
+  return Promise.race([operation, deadline]).finally(() => clearTimeout(timer));
+}
+
+// postgres.js 3.4.9 write-after-close race (porsager/postgres#1154, #1208; fix proposed in #1209):
+// a write scheduled with setImmediate can run after the connection closed and throw from the
+// timer, outside any promise, which would end the process. It happens when the database goes away
+// mid-transaction (the driver's own ROLLBACK is written to the dead connection). Only that exact
+// error is stopped here; the pools are replaced since the connection object is left wedged, and
+// the request waiting on it is answered by its deadline. Any other uncaught error ends the process,
+// as it would without this guard.
+
+const writeRaceResets = new Set<() => void>();
+let guardInstalled = false;
+
+/**
+ * Runs `reset` (replacing the pool) whenever the race is stopped, until the returned function is
+ * called.
+ */
+export function guardWriteAfterClose(reset: () => void): () => void {
+  writeRaceResets.add(reset);
+  installWriteRaceGuard();
+  return () => writeRaceResets.delete(reset);
+}
+
+function installWriteRaceGuard(): void {
+  if (guardInstalled || typeof globalThis.addEventListener !== "function") return;
+  guardInstalled = true;
+  globalThis.addEventListener("error", (event) => {
+    if (!isWriteAfterClose(event.error)) return;
+    event.preventDefault();
+    for (const reset of writeRaceResets) reset();
+  });
+}
+
+function isWriteAfterClose(error: unknown): boolean {
+  return error instanceof TypeError &&
+    error.message.includes("(reading 'write')") &&
+    /nextWrite[^\n]*[/\\]postgres[/\\][^\n]*connection\.js/.test(error.stack ?? "");
+}
