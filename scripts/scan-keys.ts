@@ -10,15 +10,10 @@
  * project's `.scan-keys-allow` covers (by blob id or fingerprint) are dropped and counted. Exit
  * status: 0 clean, 1 credentials found, 2 usage, allow-list or I/O error.
  */
-import { ALLOW_FILE, loadAllowList } from "./lib/key-allow.ts";
-import {
-  formatFinding,
-  rotationAdvice,
-  scanPaths,
-  scanProject,
-  type ScanReport,
-} from "./lib/key-scanner.ts";
-import { amend } from "./lib/key-rules.ts";
+import { ALLOW_FILE, ALLOW_MARKER, loadAllowList } from "./lib/key-allow.ts";
+import { amend, type Finding } from "./lib/key-finding.ts";
+import type { ScanReport } from "./lib/key-path-scan.ts";
+import { scanPaths, scanProject } from "./lib/key-scanner.ts";
 
 const USAGE = `Usage: deno task scan [--history | --all-refs] [paths…]
 
@@ -36,7 +31,7 @@ any size; what is skipped as binary is named on stderr.
               stash entry, with their history (not with paths).
 
 Exit status 0: none found; 1: found (rotate them); 2: usage, allow-list or read error.
-A line containing "scan-keys:allow" is skipped (only for values that are not credentials).
+A line containing "${ALLOW_MARKER}" is skipped (only for values that are not credentials).
 ${ALLOW_FILE} in the project lists what is known not to be a credential, by blob id
 ("blob <sha>") or by the fingerprint a finding prints ("fingerprint <16 hex digits>").`;
 
@@ -123,6 +118,29 @@ async function main(args: string[]): Promise<number> {
   console.log(`Scanned ${read.join(", ")}: no provider credentials found.`);
   for (const note of notes) console.log(note);
   return 0;
+}
+
+/** `file:line:column: kind: masked (source) fingerprint <16 hex digits>`. */
+function formatFinding(finding: Finding): string {
+  const where = `${finding.file}:${finding.line}:${finding.column}`;
+  const source = finding.source === undefined ? "" : ` (${finding.source})`;
+  const fingerprint = finding.fingerprint === undefined
+    ? ""
+    : ` fingerprint ${finding.fingerprint}`;
+  return `${where}: ${finding.kind}: ${finding.masked}${source}${fingerprint}`;
+}
+
+/** What to do about findings: the keys are compromised, whatever happens to the files now. */
+function rotationAdvice(findings: readonly Finding[]): string {
+  const files = new Set(findings.map((finding) => finding.file)).size;
+  return [
+    `${findings.length} provider credential${findings.length === 1 ? "" : "s"} found in ${files} ` +
+    `file${files === 1 ? "" : "s"}.`,
+    "Treat each one as compromised: revoke it at the provider and create a new key now.",
+    "Save the new key in the vault (PUT /api/secrets or the settings page), never in a recipe,",
+    "prompt or environment file, and remove the old one from the file. Removing it is not enough",
+    "on its own: it stays in the git history and in every clone, which is why it must be rotated.",
+  ].join("\n");
 }
 
 try {

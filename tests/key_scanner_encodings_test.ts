@@ -6,13 +6,15 @@
  */
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { maskSecret, scanPaths, scanText } from "../scripts/lib/key-scanner.ts";
+import { maskSecret } from "../scripts/lib/key-finding.ts";
+import { scanPaths } from "../scripts/lib/key-scanner.ts";
 import {
   fixture,
   gitRepo,
   LETTERS,
   randomFrom,
   runScanIn,
+  scanText,
   TOKEN_FAMILIES,
 } from "./support/key-scan.ts";
 

@@ -6,13 +6,14 @@
  * time (tests/support/key-scan.ts).
  */
 import assert from "node:assert/strict";
-import { maskSecret, scanText } from "../scripts/lib/key-scanner.ts";
+import { maskSecret } from "../scripts/lib/key-finding.ts";
 import {
   BASE62,
   BASE64URL,
   LETTERS,
   OTHER_FAMILIES,
   randomFrom,
+  scanText,
   TOKEN_FAMILIES,
 } from "./support/key-scan.ts";
 

@@ -4,16 +4,11 @@
  * temporary directory: this repository never holds one, and the project itself must scan clean.
  */
 import assert from "node:assert/strict";
-import {
-  type Finding,
-  LineScanner,
-  maskSecret,
-  projectFiles,
-  scanPaths,
-  scanProject,
-  scanText,
-} from "../scripts/lib/key-scanner.ts";
-import { fixture, gitRepo, ROOT, runScanIn } from "./support/key-scan.ts";
+import { projectFiles } from "../scripts/lib/git-index.ts";
+import { type Finding, maskSecret } from "../scripts/lib/key-finding.ts";
+import { LineScanner } from "../scripts/lib/key-line-scanner.ts";
+import { scanPaths, scanProject } from "../scripts/lib/key-scanner.ts";
+import { fixture, gitRepo, ROOT, runScanIn, scanText } from "./support/key-scan.ts";
 
 // No vowels and no x: a random key can then never spell a placeholder word ("here", "your",
 // "xxxx"…) by chance, which would make a test that expects a finding flaky.

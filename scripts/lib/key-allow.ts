@@ -12,6 +12,9 @@
 
 export const ALLOW_FILE = ".scan-keys-allow";
 
+/** Marks a line whose match is known not to be a credential (use sparingly, and say why). */
+export const ALLOW_MARKER = "scan-keys:allow";
+
 export interface AllowList {
   readonly blobs: ReadonlySet<string>;
   readonly fingerprints: ReadonlySet<string>;
@@ -20,7 +23,7 @@ export interface AllowList {
 export const EMPTY_ALLOW_LIST: AllowList = { blobs: new Set(), fingerprints: new Set() };
 
 /** Parses the allow-list; throws naming `name:line` for a line that is not an entry. */
-export function parseAllowList(text: string, name = ALLOW_FILE): AllowList {
+function parseAllowList(text: string, name = ALLOW_FILE): AllowList {
   const blobs = new Set<string>();
   const fingerprints = new Set<string>();
   text.split("\n").forEach((raw, index) => {

@@ -18,12 +18,13 @@ export interface EncodedRun {
 
 /**
  * Shortest runs decoded: base64 of 21 bytes (the shortest key a rule reads is about that long),
- * hex of 20 bytes. Longest: a run longer than a line segment's overlap (key-text.ts) could be cut
- * between segments; such a run is an embedded binary or a bundle, not a key or a settings file.
+ * hex of 20 bytes. Longest: a run longer than a line segment's overlap (key-line-scanner.ts)
+ * could be cut between segments; such a run is an embedded binary or a bundle, not a key or a
+ * settings file.
  */
 const MIN_BASE64 = 28;
 const MIN_HEX = 40;
-export const MAX_RUN = 8192;
+const MAX_RUN = 8192;
 
 // Standard and URL-safe alphabets, padding included; each run whole (a search starting inside a
 // run fails at once, which keeps short runs linear). Hex is searched apart: hex after `0x` is part

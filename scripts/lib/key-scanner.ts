@@ -1,76 +1,21 @@
 /**
  * Finds provider credentials committed to files (keys never belong in recipe files, prompt files
- * or committed environment files; a key found there is compromised and must be rotated). Two
- * kinds of evidence:
+ * or committed environment files; a key found there is compromised and must be rotated): values
+ * shaped like a provider's key anywhere, bearer tokens and passwords in URLs, and literals given
+ * to a credential's name. Placeholders are not findings, and a finding carries the value masked:
+ * the report must not become a second leak.
  *
- * - a value shaped like a well-known provider key (`sk-…`, `AKIA…`, `ghp_…`, …) anywhere, and
- * - a literal assigned to a credential name: one of the vault's seven secret types, or a name
- *   ending in API_KEY, SECRET_KEY, ACCESS_KEY, API_TOKEN or AUTH_TOKEN (any case, `apiKey` too).
- *
- * Placeholders (`sk-...`, `<your key>`, `${OPENAI_API_KEY}`, `xxxx`, `your_api_key_here`) are
- * not findings. A finding carries the value masked, never whole: the report must not become a
- * second leak.
- *
- * Text is read in pieces (any size), as UTF-8, UTF-16 (by its byte-order mark, NULs in
- * alternating bytes, or the pattern of its bytes) or 8-bit Latin-1; a file is skipped as binary
- * only when its first 8 KB are not text, and what is skipped is reported. Inside the text, escapes,
- * percent-encodings, base64 and hex are decoded too. Besides files, it reads git's staged blobs
- * and, on request, every blob in the history of HEAD or of every ref (on a shallow clone, only
- * the commits it holds: the report says so). An allow-list (key-allow.ts) drops findings by blob
- * id or fingerprint.
- *
- * The rules are in key-rules.ts, reading text and bytes in key-text.ts and key-decode.ts; this
- * module walks files, git's index and history, and reports.
+ * Besides the files, it reads git's staged blobs and, on request, every blob in the history of
+ * HEAD or of every ref; an allow-list (key-allow.ts) drops findings by blob id or fingerprint.
  */
-import { createHash } from "node:crypto";
-import {
-  type BlobRef,
-  historyBlobs,
-  indexEntries,
-  isShallow,
-  readBlobs,
-  stagedChanges,
-} from "./git-blobs.ts";
-import { type AllowList, EMPTY_ALLOW_LIST } from "./key-allow.ts";
-import { amend, type Finding, fingerprintOf } from "./key-rules.ts";
-import { scanBytes } from "./key-text.ts";
-
-export { maskSecret } from "./key-rules.ts";
-export type { Finding } from "./key-rules.ts";
-export { LineScanner, scanText } from "./key-text.ts";
-
-/** A file or blob not read, and why; `source` as a finding's ("staged", "commit <sha>"). */
-export interface Skipped {
-  file: string;
-  readonly reason: string;
-  readonly source?: string;
-}
-
-export interface ScanOptions {
-  /** Findings to drop (by blob id or fingerprint). */
-  readonly allow?: AllowList;
-}
-
-export interface ScanReport {
-  /** Each with its fingerprint. */
-  readonly findings: Finding[];
-  /** Files of the working copy (or given paths) read as text. */
-  readonly filesScanned: number;
-  /** Staged blobs read (content the working copy does not show, or git does not compare). */
-  readonly stagedScanned: number;
-  /** Blobs from the history of HEAD (--history) or of every ref (--all-refs) read. */
-  readonly historyScanned: number;
-  /** --history on a shallow clone: only the commits the clone holds were read. */
-  readonly historyShallow: boolean;
-  /** Files and blobs not read, with why (binary, a link out of the tree, deleted, …). */
-  readonly skipped: ReadonlyArray<Skipped>;
-  /** Findings the allow-list dropped, by what matched. */
-  readonly allowed: { readonly byBlob: number; readonly byFingerprint: number };
-}
-
-const SKIPPED_DIRECTORIES = new Set([".git", "node_modules"]);
-
-const within = (path: string, root: string) => path === root || path.startsWith(`${root}/`);
+import type { BlobRef } from "./git.ts";
+import { readBlobs } from "./git-blobs.ts";
+import { historyBlobs, isShallow } from "./git-history.ts";
+import { indexEntries, projectFiles, stagedChanges } from "./git-index.ts";
+import { EMPTY_ALLOW_LIST } from "./key-allow.ts";
+import { scanBytes } from "./key-bytes.ts";
+import { amend } from "./key-finding.ts";
+import { PathScan, type ScanOptions, type ScanReport } from "./key-path-scan.ts";
 
 /**
  * Scans files and, recursively, directories (without .git and node_modules), in pieces whatever
@@ -89,130 +34,6 @@ export async function scanPaths(
     await scan.path(path, null);
   }
   return await scan.report();
-}
-
-/** Scanning state shared by a run: what was read (by real path), found and skipped. */
-class PathScan {
-  readonly findings: Finding[] = [];
-  readonly skipped: Skipped[] = [];
-  readonly #seen = new Set<string>();
-  /** Files opened and read to the end (as text, or sniffed as binary). */
-  readonly #read = new Set<string>();
-  readonly #allow: AllowList;
-  filesScanned = 0;
-
-  constructor(allow: AllowList) {
-    this.#allow = allow;
-  }
-
-  /** Counts `real` as read already: a link to it is not followed. */
-  markSeen(real: string): void {
-    this.#seen.add(real);
-  }
-
-  /** Whether the file at `path` (as passed to `file`) was read. */
-  hasRead(path: string): boolean {
-    return this.#read.has(path);
-  }
-
-  /**
-   * `tree`: the real path of the directory a link must stay inside (null: a path given by the
-   * caller, followed wherever it leads).
-   */
-  async path(path: string, tree: string | null): Promise<void> {
-    const info = await Deno.lstat(path);
-    let real = path;
-    if (info.isSymlink) {
-      try {
-        real = await Deno.realPath(path);
-      } catch {
-        this.skipped.push({ file: path, reason: "broken link" });
-        return;
-      }
-      if (tree !== null && !within(real, tree)) {
-        this.skipped.push({ file: path, reason: "link to outside the tree, not followed" });
-        return;
-      }
-    } else {
-      real = await Deno.realPath(path);
-    }
-    if (this.#seen.has(real)) return; // already read through another path (or a link cycle)
-    this.#seen.add(real);
-    const target = info.isSymlink ? await Deno.stat(real) : info;
-    if (target.isDirectory) {
-      const entries: string[] = [];
-      for await (const entry of Deno.readDir(path)) {
-        if (!(entry.isDirectory && SKIPPED_DIRECTORIES.has(entry.name))) entries.push(entry.name);
-      }
-      const inside = tree ?? real;
-      for (const name of entries.sort()) {
-        await this.path(`${path.replace(/\/+$/, "")}/${name}`, inside);
-      }
-    } else if (target.isFile) {
-      await this.file(path);
-    }
-  }
-
-  async file(path: string): Promise<void> {
-    const file = await Deno.open(path);
-    // The blob id git gives this content, for the allow-list: hashed as it is read.
-    const size = (await file.stat()).size;
-    const hash = this.#allow.blobs.size > 0 ? createHash("sha1").update(`blob ${size}\0`) : null;
-    // The stream closes the file when read to the end or cancelled.
-    const chunks = hash === null ? file.readable : hashed(file.readable, hash);
-    const { findings, binary } = await scanBytes(chunks, path);
-    this.#read.add(path);
-    if (binary) {
-      this.skipped.push({ file: path, reason: "binary" });
-      return;
-    }
-    this.filesScanned++;
-    const blob = hash?.digest("hex");
-    for (const finding of findings) {
-      this.findings.push(blob === undefined ? finding : amend(finding, { blob }));
-    }
-  }
-
-  /** Fingerprints each finding, and drops what the allow-list covers. */
-  async report(
-    extra: { stagedScanned?: number; historyScanned?: number; historyShallow?: boolean } = {},
-  ): Promise<ScanReport> {
-    const findings: Finding[] = [];
-    const allowed = { byBlob: 0, byFingerprint: 0 };
-    const rest = this.findings.filter((finding) => {
-      const byBlob = finding.blob !== undefined && this.#allow.blobs.has(finding.blob);
-      if (byBlob) allowed.byBlob++;
-      return !byBlob;
-    });
-    // In batches: the hashes run on other threads, a batch at a time.
-    for (let i = 0; i < rest.length; i += 64) {
-      const batch = rest.slice(i, i + 64);
-      const hashes = await Promise.all(batch.map(fingerprintOf));
-      batch.forEach((finding, k) => {
-        if (this.#allow.fingerprints.has(hashes[k])) allowed.byFingerprint++;
-        else findings.push(amend(finding, { fingerprint: hashes[k] }));
-      });
-    }
-    return {
-      findings,
-      filesScanned: this.filesScanned,
-      stagedScanned: extra.stagedScanned ?? 0,
-      historyScanned: extra.historyScanned ?? 0,
-      historyShallow: extra.historyShallow ?? false,
-      skipped: this.skipped,
-      allowed,
-    };
-  }
-}
-
-async function* hashed(
-  chunks: AsyncIterable<Uint8Array>,
-  hash: ReturnType<typeof createHash>,
-): AsyncGenerator<Uint8Array> {
-  for await (const chunk of chunks) {
-    hash.update(chunk);
-    yield chunk;
-  }
 }
 
 /**
@@ -307,46 +128,4 @@ async function scanBlobs(
     for (const finding of findings) scan.findings.push(amend(finding, { blob: blob.ref.sha }));
   }
   return scanned;
-}
-
-/**
- * The project's files as git sees them: tracked, plus untracked ones that are not ignored (about
- * to be committed). Paths are relative to `root`. Ignored files (.local/dev-keys.json) stay out.
- */
-export async function projectFiles(root: string): Promise<string[]> {
-  const result = await new Deno.Command("git", {
-    args: ["ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-    cwd: root,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  if (!result.success) {
-    const message = new TextDecoder().decode(result.stderr).trim();
-    throw new Error(`git ls-files failed in ${root}: ${message}`);
-  }
-  const files = new TextDecoder().decode(result.stdout).split("\0").filter((f) => f !== "");
-  return [...new Set(files)].sort();
-}
-
-/** `file:line:column: kind: masked (source) fingerprint <16 hex digits>`. */
-export function formatFinding(finding: Finding): string {
-  const where = `${finding.file}:${finding.line}:${finding.column}`;
-  const source = finding.source === undefined ? "" : ` (${finding.source})`;
-  const fingerprint = finding.fingerprint === undefined
-    ? ""
-    : ` fingerprint ${finding.fingerprint}`;
-  return `${where}: ${finding.kind}: ${finding.masked}${source}${fingerprint}`;
-}
-
-/** What to do about findings: the keys are compromised, whatever happens to the files now. */
-export function rotationAdvice(findings: readonly Finding[]): string {
-  const files = new Set(findings.map((finding) => finding.file)).size;
-  return [
-    `${findings.length} provider credential${findings.length === 1 ? "" : "s"} found in ${files} ` +
-    `file${files === 1 ? "" : "s"}.`,
-    "Treat each one as compromised: revoke it at the provider and create a new key now.",
-    "Save the new key in the vault (PUT /api/secrets or the settings page), never in a recipe,",
-    "prompt or environment file, and remove the old one from the file. Removing it is not enough",
-    "on its own: it stays in the git history and in every clone, which is why it must be rotated.",
-  ].join("\n");
 }

@@ -1,9 +1,10 @@
 /**
  * Provider tokens in their real formats, made at run time from crypto.getRandomValues: the
- * repository never holds a literal key-shaped value, and its own scan stays clean. Unlike the
- * scanner tests' older helper, nothing here is tuned to please the scanner: full alphabets, vowels
- * and all, and no digit forced in.
+ * repository never holds a literal key-shaped value, and its own scan stays clean. Nothing here is
+ * tuned to please the scanner: full alphabets, vowels and all, and no digit forced in.
  */
+import type { Finding } from "../../scripts/lib/key-finding.ts";
+import { LineScanner } from "../../scripts/lib/key-line-scanner.ts";
 
 export const LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 export const BASE62 = `0123456789${LETTERS}`;
@@ -247,6 +248,13 @@ export const OTHER_FAMILIES: readonly TokenFamily[] = [
 // ---------------------------------------------------------------------------------------------
 // Fixtures: files in a temporary directory, git repositories, and the scan command as the task
 // runs it.
+
+/** Every finding in one file's text, as the scanner reads a file. */
+export function scanText(text: string, file: string): Finding[] {
+  const scanner = new LineScanner(file);
+  scanner.push(text);
+  return scanner.end();
+}
 
 export const ROOT = new URL("../../", import.meta.url).pathname.replace(/\/$/, "");
 const DENO_JSON = `${ROOT}/deno.json`;

@@ -1,0 +1,111 @@
+/**
+ * Values given to a credential's name: `NAME=value`, `name: value`, `"name": "value"`,
+ * `client.api_key = …`, `--api-key …`, Dockerfile's `ENV NAME value`, in any file format.
+ */
+import type { Report } from "./key-finding.ts";
+import { isCredentialName } from "./key-names.ts";
+import { looksLikeSecret } from "./key-values.ts";
+
+/**
+ * The value a name is given, read where the name's match ends: a quoted string (groups 1 to 3) or a
+ * bare token (group 4). A bare token runs on through `&` (Django's generated SECRET_KEY has them),
+ * so one in a query string carries the parameters after it.
+ */
+const VALUE_AT = /(?:"([^"\n]*)"|'([^'\n]*)'|`([^`\n]*)`|([^\s,;#'"`)}\]]+))/y;
+
+/**
+ * Where a name is given a value; group 1 is the name's quote, 2 the name, and the value starts
+ * where the match ends (VALUE_AT), read only after a credential's name: the search goes on inside
+ * other names' values, so an assignment within one (`Client(api_key=\"…\")` in a notebook line,
+ * JSON held in a JSON string) is found too.
+ *
+ * - A name (optionally quoted, optionally after `export`, `.`, `[` or `--` as in
+ *   `client.api_key`, `process.env.X`, `os.environ["X"]`, `--api-key`, optionally then `]`), then
+ *   `=` or `:` (not `==`, `=>`, `::`). A name never starts inside a word (after a letter and
+ *   dashes), which keeps a long `a-b-c-…` or `--a--a…` linear. An escaped `[\"X\"]` is matched
+ *   blanked, as `[ "X" ]`.
+ * - Dockerfile's `ENV NAME value`, without `=`.
+ */
+const ASSIGNMENTS: readonly RegExp[] = [
+  new RegExp(
+    String.raw`(?<![A-Za-z0-9_$])(?<![A-Za-z0-9_]-+)(["']?)([A-Za-z_][A-Za-z0-9_-]*)\1` +
+      String.raw`(?:[ \t]*\])?[ \t]*` +
+      String.raw`(?::(?![:=])|=(?![=>~]))[ \t]*`,
+    "g",
+  ),
+  new RegExp(String.raw`^[ \t]*ENV[ \t]+()([A-Za-z_][A-Za-z0-9_]*)[ \t]+`, "g"),
+];
+
+/**
+ * Files in which a bare (unquoted) value after `name =` or `name:` is code, not a literal:
+ * `apiKey: options.apiKey` in TypeScript names a variable. Everywhere else (env files, YAML,
+ * shell, prompts, recipes of any format) a bare value is the value itself.
+ */
+const CODE_EXTENSIONS = new Set([
+  "ts",
+  "tsx",
+  "mts",
+  "cts",
+  "js",
+  "jsx",
+  "mjs",
+  "cjs",
+  "json",
+  "jsonc",
+  "py",
+  "go",
+  "rs",
+  "rb",
+  "java",
+  "kt",
+  "swift",
+  "php",
+  "cs",
+  "c",
+  "h",
+  "cpp",
+  "sql",
+  "html",
+  "css",
+]);
+
+/** Whether a bare value after `name =` in `file` is the value itself (see CODE_EXTENSIONS). */
+export function bareValueIsLiteral(file: string): boolean {
+  return !CODE_EXTENSIONS.has(extensionOf(file));
+}
+
+function extensionOf(file: string): string {
+  const name = file.slice(file.lastIndexOf("/") + 1).toLowerCase();
+  const dot = name.lastIndexOf(".");
+  return dot > 0 ? name.slice(dot + 1) : "";
+}
+
+/**
+ * Each literal given to a credential's name that looks like a secret; a bare (unquoted) one only
+ * where `bareIsLiteral`.
+ */
+export function findAssignments(text: string, bareIsLiteral: boolean, report: Report): void {
+  for (const pattern of ASSIGNMENTS) {
+    pattern.lastIndex = 0;
+    for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
+      const name = match[2];
+      if (!isCredentialName(name)) continue;
+      const start = match.index + match[0].length;
+      VALUE_AT.lastIndex = start;
+      const given = VALUE_AT.exec(text);
+      if (given === null) continue;
+      // A credential's value is its own: the search goes on after it. Other names' values are
+      // searched (an assignment within them), so each character is read about once.
+      pattern.lastIndex = start + given[0].length;
+      const quoted = given[1] ?? given[2] ?? given[3];
+      if (quoted === undefined && !bareIsLiteral) continue;
+      // Trimmed: an escape at either end of a quoted value (`"<key>\n"`) was blanked to spaces.
+      const raw = quoted ?? given[4];
+      const value = raw.trim();
+      if (!looksLikeSecret(value)) continue;
+      const end = start + given[0].length - (quoted === undefined ? 0 : 1);
+      const at = end - raw.trimStart().length;
+      report(at, at + value.length, value, `value assigned to ${name}`);
+    }
+  }
+}
