@@ -1,281 +1,189 @@
 /**
- * What the bench runs on: each engine's databases, its server and its floor server (ENGINES).
+ * What the bench runs on: the local server on PostgreSQL and on PGlite, and the deployed shape (the
+ * `api` function as Supabase hosts it: its own process with --allow-net --allow-env only, through
+ * PgBouncer in transaction mode, as a login role that is no superuser). Each engine's floor server
+ * runs on the same database, reached the way its service is.
  */
-import { type FloorWay, wayLabel } from "./floor-way.ts";
-import { assertStorage, connectedPorts, type ServerProcess, startProcess } from "./processes.ts";
-import { type BenchDatabase, createDatabase, findPostgres } from "./support.ts";
+import postgres from "postgres";
+import { openDatabase } from "../server/database.ts";
+import { migrate } from "../scripts/lib/migrations.ts";
 import { startEdgeShape } from "../tests/support/edge.ts";
 import { findPgBouncer, startPgBouncer } from "../tests/support/pgbouncer.ts";
+import type { BenchDatabase, ServerProcess } from "./support.ts";
+import { createDatabase, findPostgres, jsonHeaders, startProcess } from "./support.ts";
 
-// Engines: to add one (the deployed shape: functions as their own processes behind a pooler),
-// add an entry to ENGINES; everything bench/run.ts measures runs per entry.
-
-export interface BenchEngine {
+export interface Engine {
   readonly name: string;
-  /** The `storage` its servers must report (GET /api/secrets; the floor's GET /ready). */
-  readonly storage: string;
-  /** Held to bench/targets.ts (PGlite is reported, not targeted). */
+  /** Held to bench/targets.ts; PGlite is reported, not targeted. */
   readonly targeted: boolean;
   /** One process at a time per database (PGlite's data directory). */
   readonly exclusive: boolean;
-  /** null when it can run here, else why it is skipped. */
-  available(): Promise<string | null>;
-  /** A new, migrated database holding nothing from an earlier run. */
   createDatabase(): Promise<BenchDatabase>;
-  /** The service under test; `keys` are the keys and limits every process of a run shares. */
   startServer(db: BenchDatabase, keys: Record<string, string>): Promise<ServerProcess>;
-  /**
-   * How its floors are reached (bench/floor-way.ts): first the way its server is, the floor its
-   * targets are held to; then any other way measured beside it (the floor as it was before).
-   */
-  readonly floorWays: readonly [FloorWay] | readonly [FloorWay, FloorWay];
-  /** The floor server (bench/bare-server.ts): the same driver and settings as the service. */
-  startFloor(
-    db: BenchDatabase,
-    keys: Record<string, string>,
-    way: FloorWay,
-  ): Promise<ServerProcess>;
-  /**
-   * The environment of one function started alone (cold start); `serverUrl` is for the proxy.
-   * null: the functions do not run on this engine (PGlite belongs to the local server alone).
-   */
-  functionEnv(
-    db: BenchDatabase,
-    keys: Record<string, string>,
-    serverUrl: string,
-  ): Record<string, string> | null;
+  startFloor(db: BenchDatabase, keys: Record<string, string>): Promise<ServerProcess>;
 }
 
-let postgresAdminUrl: string | null = null;
+export const ENGINE_NAMES = ["postgres", "pglite", "deployed"];
+const POSTGRES = "postgres:public.user_secrets";
 
-/** The Postgres server the engines make their databases on, once an engine has found one. */
-export function postgresAdmin(): string | null {
-  return postgresAdminUrl;
-}
-
-/** bench/bare-server.ts on the engine's database, reached `way`: every engine's floor. */
-function startBareFloor(
-  db: BenchDatabase,
-  keys: Record<string, string>,
-  way: FloorWay,
-): Promise<ServerProcess> {
-  return startProcess(
-    "bench/bare-server.ts",
-    { ...keys, ...db.env, BENCH_FLOOR_WAY: way },
-    "/ready",
-  );
-}
-
-/** The local server (server/main.ts) and the floor, on one database given by `db.env`. */
-function localEngine(
-  name: string,
-  options: Pick<BenchEngine, "storage" | "targeted" | "exclusive" | "available">,
-  create: () => Promise<BenchDatabase>,
-): BenchEngine {
+function localEngine(storage: string, adminUrl: string | null): Engine {
   return {
-    name,
-    ...options,
-    createDatabase: create,
-    startServer: (db, keys) => startProcess("server/main.ts", { ...keys, ...db.env }),
-    // The server answers through its connection guard, so the floor its targets use does too; the
-    // floor without it (the yardstick until 2026-11-25) is measured beside it.
-    floorWays: ["guarded", "direct"],
-    startFloor: startBareFloor,
-    functionEnv: (db, keys) =>
-      db.engine === "pglite" ? null : {
-        ...keys,
-        ...db.env,
-        ALLOWED_ORIGINS: "http://127.0.0.1:54321",
-      },
+    name: storage.split(":")[0],
+    targeted: adminUrl !== null,
+    exclusive: adminUrl === null,
+    createDatabase: () => createDatabase(adminUrl),
+    startServer: (db, keys) => startProcess("server/main.ts", { ...keys, ...db.env }, storage),
+    startFloor: (db, keys) =>
+      startProcess(
+        "bench/floor-server.ts",
+        { ...keys, ...db.env, BENCH_FLOOR_GUARDED: "1" },
+        storage,
+        "/ready",
+      ),
   };
 }
 
-/**
- * The deployed shape (issue 12): the `api` function as its own process with the edge runtime's
- * permissions only (`--allow-net --allow-env`, tests/support/edge.ts), on Postgres through
- * PgBouncer in transaction mode (checked: its connections go to the pooler, none straight to the
- * database); its floor is the bare server through the same pooler, with the same driver settings
- * (a pooler URL: no prepared statements). Supabase's own gateway is not here.
- */
-function deployedEngine(): BenchEngine {
+// The roles Supabase has before any migration; the migrations grant to them.
+const ROLES = `do $$ declare r text; begin
+  foreach r in array array['anon', 'authenticated', 'service_role'] loop
+    if not exists (select from pg_roles where rolname = r) then execute format(
+      'create role %I nologin noinherit %s', r, case when r = 'service_role' then 'bypassrls' end);
+    end if; end loop;
+exception when duplicate_object or unique_violation then null; end $$`;
+
+/** A database owned by a new login role with Supabase's `postgres` rights: no superuser, BYPASSRLS. */
+async function deployedDatabase(adminUrl: string): Promise<BenchDatabase> {
+  const lookup = await findPgBouncer(false);
+  if (!("found" in lookup)) throw new Error(lookup.missing);
+  const name = `wallet_vault_bench_${crypto.randomUUID().replaceAll("-", "").slice(0, 12)}`;
+  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  const superUrl = Object.assign(new URL(adminUrl), { pathname: `/${name}` });
+  const ownerUrl = Object.assign(new URL(superUrl), { username: name, password: "" }).toString();
+  await admin.unsafe(ROLES);
+  await admin.unsafe(`create role ${name} login nosuperuser nocreatedb nocreaterole bypassrls`);
+  await admin.unsafe(`grant anon, authenticated, service_role to ${name}`);
+  await admin.unsafe(`create database ${name} owner ${name}`);
+  const drop = async () => {
+    await admin.unsafe(`drop database if exists ${name} with (force)`).catch(() => {});
+    await admin.unsafe(`drop role if exists ${name}`).catch(() => {});
+    await admin.end();
+  };
+  try {
+    const settings = { maxConnections: 1, prepare: true, queryTimeoutMs: 600_000 };
+    const db = await openDatabase({ engine: "postgres", url: ownerUrl, ...settings });
+    await migrate(db).finally(() => db.close());
+    const pooler = await startPgBouncer(lookup.found, { poolSize: 6, upstreamUrl: ownerUrl });
+    return {
+      env: { DATABASE_URL: pooler.urlFor(name), DATABASE_MAX_CONNECTIONS: "8" },
+      url: ownerUrl,
+      async sql(script) {
+        // Seeding turns triggers off and checkpoints: the superuser's work, not the service's.
+        const sql = postgres(superUrl.toString(), { max: 1, onnotice: () => {} });
+        await sql.unsafe(script).finally(() => sql.end());
+      },
+      drop: () => pooler.stop().finally(drop),
+    };
+  } catch (error) {
+    await drop();
+    throw error;
+  }
+}
+
+/** The environment Supabase gives a function here, beside the bench's keys. */
+export function functionEnv(db: BenchDatabase, keys: Record<string, string>) {
+  return {
+    ...keys,
+    ...db.env,
+    // A local stack's, as `supabase functions serve` gives: development keys refuse a hosted URL.
+    SUPABASE_URL: "http://kong:8000",
+    // Supabase gives the direct URL too; the function must prefer DATABASE_URL, the pooler's.
+    SUPABASE_DB_URL: db.url!,
+    ALLOWED_ORIGINS: "http://127.0.0.1:54321",
+  };
+}
+
+function deployedEngine(adminUrl: string): Engine {
   return {
     name: "deployed",
-    storage: "postgres:public.user_secrets",
     targeted: true,
     exclusive: false,
-    async available() {
-      postgresAdminUrl ??= await findPostgres();
-      if (postgresAdminUrl === null) return "no Postgres to put a pooler in front of";
-      const lookup = await findPgBouncer(false);
-      return "missing" in lookup ? lookup.missing : null;
-    },
-    async createDatabase() {
-      const direct = await createDatabase("postgres", postgresAdminUrl);
-      const lookup = await findPgBouncer(false);
-      if (!("found" in lookup)) throw new Error(lookup.missing);
-      const pooler = await startPgBouncer(lookup.found, {
-        poolSize: DEPLOYED_POOL_SIZE,
-        upstreamUrl: postgresAdminUrl!,
-      });
-      const name = new URL(direct.url!).pathname.slice(1);
-      const pooled: BenchDatabase = {
-        ...direct,
-        env: { DATABASE_URL: pooler.urlFor(name), DATABASE_MAX_CONNECTIONS: "8" },
-        async drop() {
-          await pooler.stop();
-          await direct.drop();
-        },
-      };
-      return pooled;
-    },
+    createDatabase: () => deployedDatabase(adminUrl),
     async startServer(db, keys) {
-      const env = {
-        ...keys,
-        ...db.env,
-        // A local stack's, as `supabase functions serve` gives: development (the bench's keys)
-        // refuses a hosted project's URL.
-        SUPABASE_URL: "http://kong:8000",
-        // Supabase gives every function the direct URL too; it must prefer DATABASE_URL, the
-        // pooler, which assertThroughPooler checks.
-        SUPABASE_DB_URL: db.url!,
-        ALLOWED_ORIGINS: "http://127.0.0.1:54321",
-      };
-      const edge = await startEdgeShape({
-        env,
-        functions: ["api"],
-        instancesPerFunction: 1,
-      });
+      const env = functionEnv(db, keys);
+      const edge = await startEdgeShape({ env, functions: ["api"], instancesPerFunction: 1 });
       const url = `http://127.0.0.1:${edge.instances.api[0]}`;
-      const server = { url, env, pid: edge.pids[0], pids: edge.pids, stop: () => edge.stop() };
-      try {
-        await assertStorage("the deployed api function", url, "postgres:public.user_secrets");
-        await assertThroughPooler("the deployed api function", server, db);
-      } catch (error) {
+      const server = { url, env, pids: edge.pids, stop: () => edge.stop() };
+      await assertDeployedShape(server, db, adminUrl).catch(async (error) => {
         await server.stop();
         throw error;
-      }
+      });
       return server;
     },
-    floorWays: ["direct"],
-    startFloor: startBareFloor,
-    functionEnv: (db, keys) => ({ ...keys, ...db.env, ALLOWED_ORIGINS: "http://127.0.0.1:54321" }),
+    startFloor: (db, keys) =>
+      startProcess("bench/floor-server.ts", { ...keys, ...db.env }, POSTGRES, "/ready"),
   };
 }
 
 /**
- * Throws unless `server` reaches the database through the pooler alone. The storage it reports
- * names the engine, not the way to it, so after one request that writes (a nonce: the function
- * opens a connection, kept 30 s when idle) its sockets are listed: one at least must go to the
- * pooler's port (DATABASE_URL) and none to the database server's (the direct URL).
+ * Throws unless the function runs on Postgres and, after a write, its sockets go to the pooler
+ * and none straight to Postgres, and every connection to its database is the non-superuser's.
  */
-async function assertThroughPooler(what: string, server: ServerProcess, db: BenchDatabase) {
-  const nonce = await fetch(`${server.url}/api/auth/nonce`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: "{}",
-  });
+async function assertDeployedShape(server: ServerProcess, db: BenchDatabase, adminUrl: string) {
+  const storage = (await (await fetch(`${server.url}/api/secrets`)).json()).storage;
+  if (storage !== POSTGRES) throw new Error(`the deployed function runs on ${storage}`);
+  const init = { method: "POST", headers: jsonHeaders, body: "{}" };
+  const nonce = await fetch(`${server.url}/api/auth/nonce`, init);
   await nonce.body?.cancel();
-  if (nonce.status !== 200) throw new Error(`${what}: a nonce failed (${nonce.status})`);
-  const ports = await connectedPorts(server.pids ?? [server.pid]);
-  if (ports === null) {
-    throw new Error(`${what}: cannot tell which way it reaches the database (ss did not run)`);
+  if (nonce.status !== 200) throw new Error(`the deployed nonce failed (${nonce.status})`);
+  const ss = new Deno.Command("ss", { args: ["-tnpH", "state", "established"], stdout: "piped" });
+  const ports = peerPorts(new TextDecoder().decode((await ss.output()).stdout), server.pids);
+  const port = (url: string) => Number(new URL(url).port || 5432);
+  const problem = poolerProblem(ports, port(db.env.DATABASE_URL), port(db.url!));
+  if (problem !== null) throw new Error(`the deployed function ${problem}`);
+  const name = new URL(db.url!).pathname.slice(1);
+  const sql = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  const roles = await sql`select distinct a.usename, r.rolsuper from pg_stat_activity a
+    join pg_roles r on r.rolname = a.usename where a.datname = ${name}`.finally(() => sql.end());
+  if (roles.length !== 1 || roles[0].usename !== name || roles[0].rolsuper) {
+    throw new Error(`the deployed database is reached as ${JSON.stringify(roles)}, not ${name}`);
   }
-  const problem = poolerProblem(ports, portOf(db.env.DATABASE_URL), portOf(db.url!));
-  if (problem !== null) throw new Error(`${what} ${problem}`);
 }
 
-/** A Postgres URL's port; NaN without one. */
-const portOf = (url: string | undefined) =>
-  url === undefined ? NaN : Number(new URL(url).port || 5432);
+/** `ss -tnpH state established` as the peer ports the sockets of `pids` are connected to. */
+export function peerPorts(ssOutput: string, pids: readonly number[]): number[] {
+  return ssOutput.split("\n").flatMap((line) => {
+    const fields = line.trim().split(/\s+/);
+    const users = fields.findIndex((field) => field.startsWith("users:"));
+    const owners = [...fields.slice(users).join(" ").matchAll(/pid=(\d+)/g)].map((m) =>
+      Number(m[1])
+    );
+    if (users < 1 || !owners.some((pid) => pids.includes(pid))) return [];
+    return [Number(fields[users - 1].split(":").at(-1))];
+  });
+}
 
-/** What is wrong with where a deployed process's connections go (by process), or null. */
-export function poolerProblem(
-  ports: ReadonlyMap<number, readonly number[]>,
-  poolerPort: number,
-  databasePort: number,
-): string | null {
-  const all = [...ports.values()].flat();
-  if (Number.isNaN(poolerPort) || poolerPort === databasePort) {
-    return `is given no pooler to connect through (the database is on port ${databasePort})`;
-  }
-  if (all.includes(databasePort)) {
-    return `connects straight to the database (port ${databasePort}), not through the pooler (port ${poolerPort})`;
-  }
-  if (!all.includes(poolerPort)) return `holds no connection to the pooler (port ${poolerPort})`;
+/** What is wrong with where a deployed function's connections go, or null. */
+export function poolerProblem(ports: readonly number[], pooler: number, database: number) {
+  if (pooler === database) return `is given no pooler (the database is on ${database})`;
+  if (ports.includes(database)) return `connects straight to the database (port ${database})`;
+  if (!ports.includes(pooler)) return `holds no connection to the pooler (port ${pooler})`;
   return null;
 }
 
-/** PgBouncer's server connections per database in the deployed shape: fewer than the clients. */
-const DEPLOYED_POOL_SIZE = 6;
-
-export const ENGINES: readonly BenchEngine[] = [
-  localEngine(
-    "postgres",
-    {
-      storage: "postgres:public.user_secrets",
-      targeted: true,
-      exclusive: false,
-      async available() {
-        postgresAdminUrl = await findPostgres();
-        return postgresAdminUrl === null
-          ? "no DATABASE_URL and nothing answers on 127.0.0.1:5432"
-          : null;
-      },
-    },
-    () => createDatabase("postgres", postgresAdminUrl),
-  ),
-  localEngine(
-    "pglite",
-    {
-      storage: "pglite:public.user_secrets",
-      targeted: false,
-      exclusive: true,
-      available: () => Promise.resolve(null),
-    },
-    () => createDatabase("pglite", null),
-  ),
-  deployedEngine(),
-];
-
-/** The engine's server, checked to run on the engine's storage before anything is measured. */
-export async function startChecked(
-  engine: BenchEngine,
-  db: BenchDatabase,
-  keys: Record<string, string>,
-) {
-  const server = await engine.startServer(db, keys);
-  try {
-    await assertStorage(`the ${engine.name} server`, server.url, engine.storage);
-  } catch (error) {
-    await server.stop();
-    throw error;
+/** The engines asked for (BENCH_ENGINES) that can run here, and why any other is skipped. */
+export async function engines(wanted: readonly string[]) {
+  const found = await findPostgres();
+  const adminUrl = found?.url ?? null;
+  const pgbouncer = await findPgBouncer(false);
+  const available: Engine[] = [];
+  const skipped: string[] = [];
+  for (const name of wanted) {
+    if (name === "pglite") available.push(localEngine("pglite:public.user_secrets", null));
+    else if (adminUrl === null) skipped.push(`${name}: no DATABASE_URL, nothing on port 5432`);
+    else if (name === "postgres") available.push(localEngine(POSTGRES, adminUrl));
+    else if ("missing" in pgbouncer) skipped.push(`deployed: ${pgbouncer.missing}`);
+    else available.push(deployedEngine(adminUrl));
   }
-  return server;
-}
-
-/** A floor server, and how it is reached. */
-export type FloorProcess = ServerProcess & { readonly way: FloorWay };
-
-/**
- * The engine's floor server reached `way`, checked to run on the engine's storage and to be
- * reached that way (as its /ready reports) before anything is measured against it.
- */
-export async function startCheckedFloor(
-  engine: BenchEngine,
-  db: BenchDatabase,
-  keys: Record<string, string>,
-  way: FloorWay,
-): Promise<FloorProcess> {
-  const floor = await engine.startFloor(db, keys, way);
-  try {
-    const what = `the ${engine.name} floor${wayLabel(way)}`;
-    const ready = await assertStorage(what, floor.url, engine.storage, "/ready");
-    if (ready.way !== way) {
-      throw new Error(`${what} is reached ${JSON.stringify(ready.way)}, not ${way}`);
-    }
-  } catch (error) {
-    await floor.stop();
-    throw error;
-  }
-  return { ...floor, way };
+  const used = available.some((engine) => engine.name !== "pglite");
+  return { available, skipped, postgresVersion: used ? found!.version : null };
 }

@@ -1,281 +1,228 @@
 /**
- * `deno task bench`: how fast the service is, measured side by side in one run, loopback only.
- *
- * For each engine (ENGINES in bench/engines.ts: real PostgreSQL when DATABASE_URL is set or one
- * answers on 127.0.0.1:5432, and embedded PGlite), the local server (server/main.ts) runs as its
- * own process on a free loopback port on a fresh database, with exactly the environment meant for
- * it (nothing inherited from this process but PATH, HOME and Deno's own: bench/processes.ts
- * childEnv), and is checked to run on that engine (the `storage` GET /api/secrets reports) before
- * anything is measured; a mismatch aborts the bench. A closed-loop client then drives each route
- * at a fixed concurrency and at concurrency 1: nonce issue, the full wallet-proof, GET
- * /api/secrets (seven stored secrets: there are seven types), PUT, and reveal of all seven. Beside
- * them, in the same run, their floors: a bare Deno.serve handler doing the one indexed query each
- * route needs (a read of the creator's rows, a read of its ciphertexts and one committed insert in
- * one statement, one upsert; the nonce's committed without waiting for the WAL flush, as the nonce
- * is; the floors these replaced measured beside them: bench/floor-changes.ts) through the same
- * driver (bench/bare-server.ts, checked the same way), reached the way its route is (behind
- * the local server's connection guard on the local engines, with the floor without it measured
- * beside it: bench/floor-way.ts), each measured right after its route
- * where both processes can run at once (PostgreSQL; PGlite allows one process per data
- * directory, so there all routes run first, then all floors), and in-process bare secp256k1
- * recovery of one signature (viem) beside the peers' sign-in checks (the `siwe` package, viem's
- * verifySiweMessage). Then cold start per function and latency growth from 1 to 100,000 creators.
- *
- * The parts: bench/engines.ts (what it runs on), bench/routes.ts and bench/floors.ts (what it
- * measures over HTTP), bench/peers.ts (in process), bench/cold-start.ts, bench/growth.ts, and
- * bench/summary.ts (what a run records, and the median and min–max over the runs).
- *
- * The whole suite runs BENCH_RUNS times; every ratio is taken within its run, and the summary
- * gives each figure's median with its min–max. Everything goes to bench/results/latest.json;
- * `deno task bench:report` turns that into bench/README.md and the README's tables.
+ * `deno task bench`: each route against its floor on each engine (bench/engines.ts), at concurrency
+ * 1 and BENCH_CONCURRENCY, then cold start on the hosted runtime's Deno and latency as the tables
+ * grow; the whole suite BENCH_RUNS times. Writes BENCH_OUT (bench/results/latest.json), from which
+ * `deno task bench:report` generates bench/README.md. docs/performance.md explains how to read it.
  *
  * Knobs: BENCH_RUNS (3), BENCH_CONCURRENCY (8), BENCH_DURATION_MS (3000), BENCH_SINGLE_MS (1500),
- * BENCH_GROWTH ("1,1000,100000"; "" for none), BENCH_ENGINES ("postgres,pglite,deployed"),
- * BENCH_OUT (bench/results/latest.json).
+ * BENCH_GROWTH (1,1000,100000; empty for none), BENCH_GROWTH_MS (2000), BENCH_COLD_STARTS (3),
+ * BENCH_ENGINES (postgres,pglite,deployed), BENCH_OUT.
  */
-import { coldStarts, copyDir } from "./cold-start.ts";
-import {
-  type BenchEngine,
-  ENGINES,
-  type FloorProcess,
-  postgresAdmin,
-  startChecked,
-  startCheckedFloor,
-} from "./engines.ts";
-import { ALSO_AGAINST, type Floor, FLOOR_OF, FLOORS } from "./floor-catalogue.ts";
-import {
-  type FloorsMeasured,
-  type FloorToMeasure,
-  type Measured,
-  measureFloor,
-  measureFloorsAfter,
-  pushEngineRows,
-} from "./floors.ts";
-import type { FloorWay } from "./floor-way.ts";
-import { growthRun } from "./growth.ts";
-import { exitOnUnknownChoices } from "./knobs.ts";
-import { commit, machine } from "./machine.ts";
-import { inProcess } from "./peers.ts";
-import { serverEnv } from "./processes.ts";
-import { proofPool, proofsFor, routes, workerSessions } from "./routes.ts";
-import {
-  CONCURRENCY,
-  DURATION_MS,
-  GROWTH,
-  log,
-  OUT,
-  RUNS,
-  SINGLE_MS,
-  startedAt,
-} from "./settings.ts";
-import { type RunResult, summarize } from "./summary.ts";
+import { recoverMessageAddress } from "viem";
+import { findOlderDeno, OLDER_DENO_VERSION, type OlderDeno } from "../tests/support/older-deno.ts";
+import { commandOutput } from "../tests/support/command-output.ts";
+import { coldStarts } from "./cold-start.ts";
+import { type Engine, ENGINE_NAMES, engines, functionEnv } from "./engines.ts";
+import { creators, floorScenarios, type Load, proofPool, proofsFor } from "./measure.ts";
+import { type Route, ROUTE_NAMES, routeScenarios, runLoad } from "./measure.ts";
+import type { ColdStartRun, GrowthRun, Results, RouteRun } from "./results.ts";
+import { summarize } from "./results.ts";
+import { log, median, newAccount, ROOT, seedCreatorsSql, serverEnv } from "./support.ts";
+import type { ServerProcess } from "./support.ts";
 
-const ROOT = new URL("../", import.meta.url);
+/** Positive integers from the environment; a bad value stops the run, naming the variable. */
+function knob(name: string, fallback: string, allowEmpty = false): number[] {
+  const raw = Deno.env.get(name) ?? fallback;
+  const values = raw.split(",").filter((part) => part.trim() !== "").map(Number);
+  if (values.some((v) => !Number.isSafeInteger(v) || v < 1) || !(values.length || allowEmpty)) {
+    console.error(`${name} must be positive integers, not ${JSON.stringify(raw)}.`);
+    Deno.exit(2);
+  }
+  return values;
+}
+const SETTINGS = {
+  runs: knob("BENCH_RUNS", "3")[0],
+  concurrency: knob("BENCH_CONCURRENCY", "8")[0],
+  durationMs: knob("BENCH_DURATION_MS", "3000")[0],
+  singleMs: knob("BENCH_SINGLE_MS", "1500")[0],
+  growthMs: knob("BENCH_GROWTH_MS", "2000")[0],
+};
+const { runs: RUNS, concurrency: CONCURRENCY, growthMs: GROWTH_MS } = SETTINGS;
+const GROWTH = knob("BENCH_GROWTH", "1,1000,100000", true);
+const [COLD_STARTS] = knob("BENCH_COLD_STARTS", "3");
+const OUT = Deno.env.get("BENCH_OUT") ?? "bench/results/latest.json";
+const WANTED = (Deno.env.get("BENCH_ENGINES") ?? ENGINE_NAMES.join(",")).split(",");
+if (WANTED.some((name) => !ENGINE_NAMES.includes(name))) {
+  console.error(`BENCH_ENGINES: choose from ${ENGINE_NAMES.join(", ")}, not ${WANTED}.`);
+  Deno.exit(2);
+}
+const warmupMs = (durationMs: number) => Math.min(500, durationMs / 2);
 
-async function benchEngine(
-  engine: BenchEngine,
-  recoveryNow: () => Promise<number>,
-  result: RunResult,
-) {
+/** wallet-proof's floor adds one recovery (viem's, in process) to the write floor. */
+const message = "wallet-vault bench";
+const signed = { message, signature: await newAccount().signMessage({ message }) };
+async function recoveryMs() {
+  const samples: number[] = [];
+  for (let i = 0, until = performance.now() + 500; i < 20 || performance.now() < until; i++) {
+    const started = performance.now();
+    await recoverMessageAddress(signed);
+    if (i >= 20) samples.push(performance.now() - started); // the first 20 warm the JIT
+  }
+  return median(samples);
+}
+
+const pair = (route: number, floor: number) => ({ route, floor, ratio: route / floor });
+const routeRuns: RouteRun[] = [];
+const growthRuns: GrowthRun[] = [];
+const coldRuns: ColdStartRun[] = [];
+let runtime: OlderDeno | null = null;
+
+/** Every route and its floor at 1 and at CONCURRENCY, on a fresh database; cold start after. */
+async function benchEngine(engine: Engine) {
   const db = await engine.createDatabase();
   const keys = serverEnv();
-  let server = await startChecked(engine, db, keys);
-  let template: string | null = null;
+  let server: ServerProcess | null = null;
+  let floor: ServerProcess | null = null;
   try {
-    log(`${engine.name}: server up at ${server.url}, storage checked (${engine.storage})`);
-    const sessions = await workerSessions(server, CONCURRENCY);
-    // The floors' own creators: the write floor puts random bytes where ciphertexts were, which
-    // reveal, measured after it, must not find.
-    const floorSessions = await workerSessions(server, CONCURRENCY);
-    // Enough for each phase's measuring time (proofsFor); one that still runs out is reported.
-    const singleProofs = await proofPool(server, proofsFor(1, SINGLE_MS));
-    const loadedProofs = await proofPool(server, proofsFor(CONCURRENCY, DURATION_MS));
-    const phases = [
-      { concurrency: 1, durationMs: SINGLE_MS, proofs: singleProofs },
-      { concurrency: CONCURRENCY, durationMs: DURATION_MS, proofs: loadedProofs },
-    ];
-    const measures = ["nonce", "wallet-proof", "list", "put", "reveal"];
-    // route → [at 1, loaded], and the floor measured for it, likewise.
-    const route: Record<string, Measured[]> = {};
-    const floorFor: Record<string, Measured[]> = {};
-    const alsoFloorFor: FloorsMeasured["alsoFloorFor"] = {};
-    const [way, besideWay] = engine.floorWays;
-    const besideFloorFor: Record<string, Measured[]> | null = besideWay === undefined ? null : {};
-    // wallet-proof's in-process recovery, timed right after it in each phase.
-    const recoveryAt: number[] = [];
-    const measureRoute = async (measure: string, phase: typeof phases[number]) => {
-      const measured = await measureRouteOnly(measure, phase);
-      if (measure === "wallet-proof") recoveryAt.push(await recoveryNow());
-      return measured;
+    server = await engine.startServer(db, keys);
+    const sessions = await creators(server.url, CONCURRENCY);
+    // The floor's own creators: its writes put random bytes where reveal expects ciphertexts.
+    const floorUsers = (await creators(server.url, CONCURRENCY)).map((session) => session.userId);
+    const phases = [[1, SETTINGS.singleMs], [CONCURRENCY, SETTINGS.durationMs]] as const;
+    const routes = new Map<Route, Load[]>(ROUTE_NAMES.map((route) => [route, []]));
+    const floors = new Map<Route, Load[]>(ROUTE_NAMES.map((route) => [route, []]));
+    const recoveries: number[] = [];
+    let proofsRanOut = false;
+    const measureFloor = async (route: Route, concurrency: number, ms: number) => {
+      const scenario = floorScenarios(floor!.url, floorUsers)[route];
+      const what = `${engine.name} ${route} floor at ${concurrency}`;
+      floors.get(route)!.push(await runLoad(what, concurrency, ms, warmupMs(ms), scenario));
     };
-    const measureRouteOnly = async (measure: string, phase: typeof phases[number]) => {
-      const { results, cpu, proofsRanOut } = await routes(
-        engine,
-        server,
-        sessions,
-        phase.concurrency,
-        phase.durationMs,
-        phase.proofs,
-        [measure],
-      );
-      return { result: results[measure], cpuUsPerRequest: cpu[measure], proofsRanOut };
+    // A new process answers its first requests many times slower (JIT, caches): warm each floor.
+    const startFloor = async () => {
+      const started = await engine.startFloor(db, keys);
+      const scenarios = floorScenarios(started.url, floorUsers);
+      for (const route of ROUTE_NAMES) await runLoad("", 2, 0, 250, scenarios[route]);
+      return started;
     };
-    const floorNow = (floor: FloorProcess, key: Floor, phase: typeof phases[number]) =>
-      measureFloor(engine, floor, floorSessions, key, phase.concurrency, phase.durationMs);
-    // Concurrency 1 first, on a database not yet churned by the loaded runs (autovacuum and
-    // checkpoints after them were measurably slowing the unqueued latencies).
-    if (!engine.exclusive) {
-      // Each route, then its floors right after it: a busy moment of a shared machine hits both,
-      // rather than the routes at one time and the floors a minute later.
-      const floor = await startCheckedFloor(engine, db, keys, way);
-      const beside = besideWay === undefined
-        ? null
-        : await startCheckedFloor(engine, db, keys, besideWay).catch(async (error) => {
-          await floor.stop();
-          throw error;
-        });
-      try {
-        for (const phase of phases) {
-          for (const measure of measures) {
-            (route[measure] ??= []).push(await measureRoute(measure, phase));
-            const floors: FloorToMeasure[] = [
-              { server: floor, floor: FLOOR_OF[measure], into: floorFor },
-              ...(ALSO_AGAINST[measure] ?? []).map(({ floor: also }) => ({
-                server: floor,
-                floor: also,
-                into: alsoFloorFor[also] ??= {},
-              })),
-              ...(beside === null || besideFloorFor === null
-                ? []
-                : [{ server: beside, floor: FLOOR_OF[measure], into: besideFloorFor }]),
-            ];
-            await measureFloorsAfter(
-              engine,
-              measure,
-              floors,
-              floorSessions,
-              phase.concurrency,
-              phase.durationMs,
-            );
-          }
-        }
-      } finally {
-        await Promise.allSettled([floor.stop(), beside?.stop()]);
+    // Where two processes may share the database, each floor runs right after its route, so a
+    // busy moment of a shared machine hits both rather than one.
+    if (!engine.exclusive) floor = await startFloor();
+    for (const [concurrency, ms] of phases) {
+      const proofs = await proofPool(server.url, proofsFor(concurrency, ms));
+      const scenarios = routeScenarios(server.url, keys.SERVER_REVEAL_TOKEN, sessions, proofs);
+      for (const route of ROUTE_NAMES) {
+        const what = `${engine.name} ${route} at ${concurrency}`;
+        const spends = route === "wallet-proof";
+        const load = await runLoad(
+          what,
+          concurrency,
+          ms,
+          spends ? 0 : warmupMs(ms),
+          scenarios[route],
+        );
+        routes.get(route)!.push(load);
+        if (spends) proofsRanOut ||= load.requests >= proofs.length;
+        if (spends) recoveries.push(await recoveryMs());
+        if (floor !== null) await measureFloor(route, concurrency, ms);
       }
-    } else {
-      // One process at a time: every route, then every floor, one way after the other (the way
-      // that goes first taking turns from run to run).
-      for (const phase of phases) {
-        for (const measure of measures) {
-          (route[measure] ??= []).push(await measureRoute(measure, phase));
-        }
-      }
-      await server.stop();
-      const everyFloor = async (floorWay: FloorWay, floorKeys: readonly Floor[]) => {
-        const floor = await startCheckedFloor(engine, db, keys, floorWay);
-        const floors: Partial<Record<Floor, Measured[]>> = {};
-        try {
-          for (const phase of phases) {
-            for (const key of floorKeys) {
-              (floors[key] ??= []).push(await floorNow(floor, key, phase));
-            }
-          }
-        } finally {
-          await floor.stop();
-        }
-        return floors;
-      };
-      // The other way is measured only for the floors its rows use (not the plain read).
-      const besideKeys = [...new Set(measures.map((measure) => FLOOR_OF[measure]))];
-      const besideNow = () => besideWay === undefined ? null : everyFloor(besideWay, besideKeys);
-      const besideFirst = result.run % 2 === 0;
-      const earlyBeside = besideFirst ? await besideNow() : null;
-      const floors = await everyFloor(way, Object.keys(FLOORS) as Floor[]);
-      const besideFloors = besideFirst ? earlyBeside : await besideNow();
-      for (const measure of measures) {
-        floorFor[measure] = floors[FLOOR_OF[measure]]!;
-        for (const { floor: also } of ALSO_AGAINST[measure] ?? []) {
-          (alsoFloorFor[also] ??= {})[measure] = floors[also]!;
-        }
-        if (besideFloors !== null && besideFloorFor !== null) {
-          besideFloorFor[measure] = besideFloors[FLOOR_OF[measure]]!;
-        }
-      }
-      // Cold-started functions each get a copy, taken while no process has the directory open.
-      template = await copyDir(db.dataDir!, "wallet-vault-bench-template-");
-      server = await startChecked(engine, db, keys);
     }
-
-    pushEngineRows(
-      engine,
-      measures,
-      route,
-      { floorFor, alsoFloorFor, besideFloorFor },
-      recoveryAt,
-      result,
-    );
-    await coldStarts(engine, db, keys, server, template, result);
+    if (engine.exclusive) {
+      await server.stop();
+      floor = await startFloor();
+      for (const [concurrency, ms] of phases) {
+        for (const route of ROUTE_NAMES) await measureFloor(route, concurrency, ms);
+      }
+    }
+    for (const route of ROUTE_NAMES) {
+      const [route1, routeLoaded] = routes.get(route)!;
+      const [floor1, floorLoaded] = floors.get(route)!;
+      const [recovery1, recoveryLoaded] = route === "wallet-proof" ? recoveries : [0, 0];
+      routeRuns.push({
+        engine: engine.name,
+        route,
+        at1: pair(route1.p50Ms, floor1.p50Ms + recovery1),
+        loaded: pair(routeLoaded.p50Ms, floorLoaded.p50Ms + recoveryLoaded),
+        errors: route1.errors + routeLoaded.errors,
+        floorErrors: floor1.errors + floorLoaded.errors,
+        proofsRanOut: route === "wallet-proof" && proofsRanOut,
+      });
+    }
+    if (engine.name === "deployed" && runtime !== null) {
+      coldRuns.push(await coldStarts(runtime, functionEnv(db, keys), COLD_STARTS));
+      log(`cold start: ${JSON.stringify(coldRuns.at(-1))}`);
+    }
   } finally {
-    await server.stop();
+    await floor?.stop();
+    await server?.stop();
     await db.drop();
-    if (template) await Deno.remove(template, { recursive: true }).catch(() => {});
   }
-  await growthRun(engine, result);
 }
 
-// ---------------------------------------------------------------------------------------------
-
-const wanted = (Deno.env.get("BENCH_ENGINES") ?? "postgres,pglite,deployed").split(",");
-exitOnUnknownChoices(wanted, ENGINES.map((engine) => engine.name), "BENCH_ENGINES: no engine ");
-const engines: BenchEngine[] = [];
-const notes: string[] = [];
-for (const engine of ENGINES.filter((e) => wanted.includes(e.name))) {
-  const why = await engine.available();
-  if (why === null) engines.push(engine);
-  else notes.push(`${engine.name}: skipped (${why})`);
+/** GET, PUT and sign-in at concurrency 1 for one creator among 1, 1,000, … seeded in bulk. */
+async function growth(engine: Engine) {
+  const db = await engine.createDatabase();
+  const keys = serverEnv();
+  let server: ServerProcess | null = null;
+  try {
+    server = await engine.startServer(db, keys);
+    const sessions = await creators(server.url, 1);
+    let seeded = 1;
+    for (const creators of GROWTH) {
+      if (creators > seeded) {
+        if (engine.exclusive) await server.stop();
+        await db.sql(seedCreatorsSql(seeded + 1, creators));
+        if (engine.exclusive) server = await engine.startServer(db, keys);
+        seeded = creators;
+      }
+      const proofs = await proofPool(server.url, proofsFor(1, GROWTH_MS));
+      const scenarios = routeScenarios(server.url, keys.SERVER_REVEAL_TOKEN, sessions, proofs);
+      for (const route of ["list", "put", "wallet-proof"] as const) {
+        const what = `${engine.name} ${route} with ${creators} creators`;
+        const warm = route === "wallet-proof" ? 0 : warmupMs(GROWTH_MS);
+        const { p50Ms, errors } = await runLoad(what, 1, GROWTH_MS, warm, scenarios[route]);
+        growthRuns.push({ engine: engine.name, creators, route, p50Ms, errors });
+      }
+    }
+  } finally {
+    await server?.stop();
+    await db.drop();
+  }
 }
-const host = await machine(postgresAdmin());
-const measuredCommit = await commit();
 
-log(
-  `${RUNS} run(s); engines: ${
-    engines.map((e) => e.name).join(", ")
-  }; concurrency ${CONCURRENCY}; ` +
-    `${DURATION_MS} ms per route (${SINGLE_MS} ms at 1)`,
-);
-const runs: RunResult[] = [];
+const started = performance.now();
+const loadAverage = () => Deno.loadavg().map((load) => Number(load.toFixed(2)));
+const loadAtStart = loadAverage();
+const { available, skipped, postgresVersion } = await engines(WANTED);
+if (available.some((engine) => engine.name === "deployed")) {
+  const older = await findOlderDeno();
+  if ("found" in older) runtime = older.found;
+  else skipped.push(`cold start: ${older.missing}`);
+}
+for (const note of skipped) log(`skipped: ${note}`);
 for (let run = 1; run <= RUNS; run++) {
-  log(`run ${run} of ${RUNS}`);
-  const result: RunResult = { run, rows: [], coldStart: [], growth: [] };
-  const { recoveryNow } = await inProcess(result);
-  for (const engine of engines) await benchEngine(engine, recoveryNow, result);
-  runs.push(result);
+  log(`run ${run} of ${RUNS}: ${available.map((engine) => engine.name).join(", ")}`);
+  for (const engine of available) {
+    await benchEngine(engine);
+    if (GROWTH.length > 0) await growth(engine);
+  }
 }
 
-notes.push(
-  "GET /api/secrets and reveal run with 7 stored secrets per creator: the spec has seven secret types, so 7 is the most a creator can store. An answer counts only if it did what the row's label says (GET lists 7, reveal returns 7 values, sign-in issues a session, PUT names the type it saved); anything else is an error.",
-  "Each route's floor is the bare server doing the one query the route cannot do without, through the same driver: GET /api/secrets the creator's rows, reveal the creator's ciphertexts and one committed insert (one statement), PUT one upsert, the nonce the same upsert committed without waiting for the WAL flush, as the nonce commits; wallet-proof's is one signature recovery (viem, in-process p50, timed right after the route) plus PUT's upsert, at the same concurrency. The floors these replaced on 2026-11-25 (reveal's read and insert as two statements, the nonce's upsert waiting for the flush) are measured beside them, and each such route is reported against both. It is reached the way its route is: on the local engines through the local server's connection guard (the floor without it, the yardstick until 2026-11-25, is measured beside it and reported as 'without the connection guard'; on PostgreSQL the floors after a route are measured in halves placed A B … B A, so that none is always the nearest to the route), on the deployed shape directly, through the same pooler. On PostgreSQL each floor is measured right after its route (the floor rows: next to GET, reveal, PUT and the nonce); on PGlite, which allows one process per data directory, after all the routes.",
-  "Every server, floor and function process gets exactly its engine's environment (only PATH, HOME and Deno's own variables are inherited), and the bench checks the storage each reports before measuring it.",
-  "'at 1' columns: the same route at concurrency 1 (unqueued latency) against the floor at concurrency 1; the main columns run at the fixed concurrency, where a two-core machine queues CPU work and p50 tracks throughput.",
-  "server CPU µs/req: CPU time (user + system) of the server process per request at the fixed concurrency, from /proc; it moves much less than latency when other work shares the machine.",
-  "Growth runs at concurrency 1 on one creator; the other creators are seeded in bulk with a session and all seven secrets each.",
-);
-const meta = {
-  date: new Date().toISOString(),
-  commit: measuredCommit,
-  machine: { ...host, loadAverageAtEnd: Deno.loadavg() },
-  runs: RUNS,
-  engines: engines.map((e) => ({ name: e.name, storage: e.storage, targeted: e.targeted })),
-  concurrency: CONCURRENCY,
-  durationMs: DURATION_MS,
-  singleMs: SINGLE_MS,
-  growth: GROWTH,
-  totalSeconds: (performance.now() - startedAt) / 1000,
+const cpu = /^model name\s*:\s*(.+)$/m.exec(await commandOutput("cat", ["/proc/cpuinfo"]) ?? "");
+const head = await commandOutput("git", ["rev-parse", "--short", "HEAD"]);
+const dirty = await commandOutput("git", ["status", "--porcelain", "--untracked-files=no"]);
+const machine = `${cpu?.[1] ?? Deno.build.arch}, ${navigator.hardwareConcurrency} cores`;
+const results: Results = {
+  meta: {
+    date: new Date().toISOString(),
+    commit: head === null ? "unknown" : dirty ? `${head} + uncommitted changes` : head,
+    machine: `${machine}, ${Deno.build.os}, Deno ${Deno.version.deno}`,
+    postgres: postgresVersion,
+    loadAverage: { start: loadAtStart, end: loadAverage() },
+    ...SETTINGS,
+    seconds: Math.round((performance.now() - started) / 1000),
+    engines: available.map((engine) => ({ name: engine.name, targeted: engine.targeted })),
+    skipped,
+  },
+  ...summarize(routeRuns, growthRuns, runtime && { runtime: OLDER_DENO_VERSION, runs: coldRuns }),
 };
-const summary = summarize(runs);
-await Deno.mkdir(new URL(OUT, ROOT).pathname.replace(/\/[^/]+$/, ""), { recursive: true });
-await Deno.writeTextFile(
-  new URL(OUT, ROOT),
-  JSON.stringify({ meta, summary, runs, notes }, null, 2) + "\n",
-);
-log(`wrote ${OUT} (${meta.totalSeconds.toFixed(0)} s in all); tables: deno task bench:report`);
+const out = new URL(OUT, ROOT);
+await Deno.mkdir(new URL(".", out), { recursive: true });
+// Each array of figures on one line, as deno fmt leaves it: the file stays small and readable.
+const text = JSON.stringify(results, null, 2)
+  .replace(
+    /\[\s+([\d.e+-]+(?:,\s+[\d.e+-]+)*)\s+\]/g,
+    (_, figures) => `[${figures.split(/,\s+/).join(", ")}]`,
+  );
+await Deno.writeTextFile(out, text + "\n");
+log(`wrote ${OUT} in ${results.meta.seconds} s; tables: deno task bench:report`);

@@ -1,26 +1,107 @@
 /**
- * What the bench and the load test share: a fresh database per engine (a new database on the
- * real server, a new data directory for PGlite) and an HTTP client that signs in with real wallet
- * signatures. The server as a process: bench/processes.ts.
+ * What the bench and the load test share: processes with exactly the environment meant for them,
+ * fresh databases, a client that signs in with real wallet signatures, and medians.
  */
 import postgres from "postgres";
-import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
-import { generatePrivateKey } from "viem/accounts";
+import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
+import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 import { openDatabase } from "../server/database.ts";
+import { generateDevKeys } from "../server/dev-keys.ts";
 import { migrate } from "../scripts/lib/migrations.ts";
 import { createFreshPostgres } from "../tests/support/fresh-postgres.ts";
+import { freePort } from "../tests/support/ports.ts";
 
-export type Engine = "postgres" | "pglite";
+export const ROOT = new URL("../", import.meta.url);
 
-export const DEFAULT_POSTGRES_URL = "postgres://postgres@127.0.0.1:5432/postgres";
+const LIMITS = "NONCE PROOF PROOF_PER_ADDRESS VAULT_WRITES REVEALS REVEALS_PER_TOKEN".split(" ");
 
-/** DATABASE_URL, else a local server on 5432 if one answers; null when there is none. */
-export async function findPostgres(): Promise<string | null> {
-  const url = Deno.env.get("DATABASE_URL") || DEFAULT_POSTGRES_URL;
+/** Keys for one run's processes, with every rate limit out of the way. */
+export function serverEnv(): Record<string, string> {
+  const limits = LIMITS.map((name) => [`RATE_LIMIT_${name}_PER_MINUTE`, "1000000"]);
+  return { APP_ENV: "development", ...generateDevKeys(), ...Object.fromEntries(limits) };
+}
+
+/**
+ * All a child inherits from the bench: what Deno needs to run and find its caches. A DATABASE_URL
+ * in the bench's own environment must not turn the PGlite server into a Postgres one.
+ */
+export const INHERITED_ENV = ("PATH HOME TMPDIR LANG TZ NO_COLOR DENO_DIR DENO_NO_UPDATE_CHECK " +
+  "DENO_CERT XDG_CACHE_HOME NPM_CONFIG_REGISTRY SSL_CERT_FILE").split(" ");
+
+export function childEnv(env: Record<string, string>): Record<string, string> {
+  const inherited = INHERITED_ENV.map((name) => [name, Deno.env.get(name)]);
+  return { ...Object.fromEntries(inherited.filter(([, value]) => value !== undefined)), ...env };
+}
+
+export interface ServerProcess {
+  readonly url: string;
+  readonly env: Record<string, string>;
+  readonly pids: readonly number[];
+  stop(): Promise<void>;
+}
+
+const PERMISSIONS = ["--allow-net", "--allow-env", "--allow-read", "--allow-write", "--allow-sys"];
+
+/**
+ * Runs `script` on a free port with `env` only; resolves once `readyPath` answers 200 naming
+ * `storage` (a row must measure its label's engine), and throws if it names another.
+ */
+export async function startProcess(
+  script: string,
+  env: Record<string, string>,
+  storage: string,
+  readyPath = "/api/secrets",
+): Promise<ServerProcess> {
+  const port = freePort();
+  const fullEnv = { ...env, PORT: String(port) };
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", ...PERMISSIONS, script],
+    env: childEnv(fullEnv),
+    clearEnv: true,
+    cwd: ROOT.pathname,
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  let stderr = "";
+  const drain = (async () => {
+    for await (const chunk of child.stderr.pipeThrough(new TextDecoderStream())) {
+      stderr = (stderr + chunk).slice(-4000); // the tail, for a start that fails
+    }
+  })().catch(() => {});
+  let exited = false;
+  child.status.then(() => exited = true);
+  const server = {
+    url: `http://127.0.0.1:${port}`,
+    env: fullEnv,
+    pids: [child.pid],
+    async stop() {
+      if (!exited) child.kill("SIGTERM");
+      const timer = setTimeout(() => !exited && child.kill("SIGKILL"), 10_000);
+      await child.status;
+      clearTimeout(timer);
+      await drain;
+    },
+  };
+  for (const deadline = Date.now() + 60_000; !exited && Date.now() < deadline;) {
+    const answer = await fetch(`${server.url}${readyPath}`).catch(() => null);
+    const body = await answer?.json().catch(() => null);
+    if (answer?.status === 200) {
+      if (body?.storage === storage) return server;
+      await server.stop();
+      throw new Error(`${script} runs on ${body?.storage}, not ${storage}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  await server.stop();
+  throw new Error(`${script} did not start: ${stderr.slice(-2000)}`);
+}
+
+/** DATABASE_URL, else a local server on 5432 if one answers, with its version; null when none. */
+export async function findPostgres(): Promise<{ url: string; version: string } | null> {
+  const url = Deno.env.get("DATABASE_URL") || "postgres://postgres@127.0.0.1:5432/postgres";
   const sql = postgres(url, { max: 1, connect_timeout: 2, onnotice: () => {} });
   try {
-    await sql`select 1`;
-    return url;
+    return { url, version: (await sql`show server_version`)[0].server_version };
   } catch {
     return null;
   } finally {
@@ -29,62 +110,53 @@ export async function findPostgres(): Promise<string | null> {
 }
 
 export interface BenchDatabase {
-  readonly engine: Engine;
-  /** DATABASE_URL or PGLITE_DATA_DIR for the server process. */
+  /** DATABASE_URL or PGLITE_DATA_DIR for the server. */
   readonly env: Record<string, string>;
+  /** The direct URL (Postgres), which the deployed shape's functions are given beside the pooler's. */
   readonly url: string | null;
-  readonly dataDir: string | null;
-  /** Runs SQL directly (PGlite: only while no server process holds the directory). */
+  /** Runs SQL with full rights (PGlite: only while no server holds the directory). */
   sql(script: string): Promise<void>;
   drop(): Promise<void>;
 }
 
 /** A new, migrated database: nothing from an earlier run is in it. */
-export async function createDatabase(
-  engine: Engine,
-  adminUrl: string | null,
-): Promise<BenchDatabase> {
-  if (engine === "pglite") {
+export async function createDatabase(adminUrl: string | null): Promise<BenchDatabase> {
+  if (adminUrl === null) {
     const dataDir = await Deno.makeTempDir({ prefix: "wallet-vault-bench-pglite-" });
-    const db = await openDatabase({ engine: "pglite", dataDir });
-    await migrate(db);
-    await db.close();
+    const open = () => openDatabase({ engine: "pglite", dataDir });
+    const db = await open();
+    await migrate(db).finally(() => db.close());
     return {
-      engine,
       env: { PGLITE_DATA_DIR: dataDir },
       url: null,
-      dataDir,
       async sql(script) {
-        const db = await openDatabase({ engine: "pglite", dataDir });
-        try {
-          await db.execScript(script);
-        } finally {
-          await db.close();
+        const db = await open();
+        await db.execScript(script).finally(() => db.close());
+      },
+      // The local server locks the directory through a file beside it.
+      drop: async () => {
+        for (const path of [dataDir, `${dataDir}.lock`]) {
+          await Deno.remove(path, { recursive: true }).catch(() => {});
         }
       },
-      drop: () => Deno.remove(dataDir, { recursive: true }).catch(() => {}),
     };
   }
-  const fresh = await createFreshPostgres(adminUrl!, {
+  const fresh = await createFreshPostgres(adminUrl, {
     namePrefix: "wallet_vault_bench_",
     maxConnections: 2,
     queryTimeoutMs: 600_000,
   });
   return {
-    engine,
     env: { DATABASE_URL: fresh.url },
     url: fresh.url,
-    dataDir: null,
     sql: (script) => fresh.db.execScript(script),
-    // Best effort, as the clean-up of a run: a failed drop must not fail what was measured.
     drop: () => fresh.drop().catch(() => {}),
   };
 }
 
 /**
- * Adds creators `from`..`to` in bulk (generate_series): each with a wallet, a live session and all
- * seven secrets (random ciphertext: these rows are only ever listed, never revealed). Triggers are
- * off while seeding, so the audit trail is not part of the bulk insert.
+ * Creators `from`..`to` in bulk, each with a wallet, a live session and all seven secrets (random
+ * ciphertexts: only ever listed). Triggers are off so the audit trail is not part of the load.
  */
 export function seedCreatorsSql(from: number, to: number): string {
   const id = `('00000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'))::uuid`;
@@ -98,75 +170,63 @@ export function seedCreatorsSql(from: number, to: number): string {
     insert into public.user_secrets (user_id, secret_type, ciphertext, iv, key_id, hint)
       select ${id}, t, gen_random_bytes(48), gen_random_bytes(12), 'k1', '…abcd'
         from generate_series(${from}, ${to}) g,
-             unnest(array['provider_a_api_key', 'provider_a_org_id', 'provider_b_key',
-               'provider_c_key', 'provider_d_key', 'provider_e_key', 'provider_f_api_key']) t;
+             unnest(array[${SECRET_TYPES.map((type) => `'${type}'`).join(", ")}]) t;
     set session_replication_role = origin;
     analyze;
-    -- Written out now, so the bulk load's dirty pages do not land in the next measurement.
+    -- So the bulk load's dirty pages are not written during the next measurement.
     checkpoint;`;
 }
 
-// ---------------------------------------------------------------------------------------------
-// A client of the HTTP API
+export type Session = Awaited<ReturnType<typeof signIn>>;
 
-export interface Session {
-  readonly account: PrivateKeyAccount;
-  readonly accessToken: string;
-  readonly refreshToken: string;
-  readonly userId: string;
-}
+export const newAccount = () => privateKeyToAccount(generatePrivateKey());
 
-export function newAccount(): PrivateKeyAccount {
-  return privateKeyToAccount(generatePrivateKey());
-}
+export const jsonHeaders = { "content-type": "application/json" };
 
-async function post(url: string, body: unknown, headers: Record<string, string> = {}) {
-  const response = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body: JSON.stringify(body),
-  });
+async function post(url: string, body: unknown) {
+  const init = { method: "POST", headers: jsonHeaders, body: JSON.stringify(body) };
+  const response = await fetch(url, init);
   return { status: response.status, body: await response.json() };
 }
 
-/** A nonce and its message, signed by `account`: a proof ready to exchange. */
-export async function preparedProof(
-  baseUrl: string,
-  account: PrivateKeyAccount,
-): Promise<{ message: string; signature: string }> {
+/** A nonce's message signed by `account`: a proof ready to exchange for a session. */
+export async function preparedProof(baseUrl: string, account: PrivateKeyAccount) {
   const nonce = await post(`${baseUrl}/api/auth/nonce`, { address: account.address });
   if (nonce.status !== 200) throw new Error(`nonce: ${JSON.stringify(nonce.body)}`);
   const message = nonce.body.message as string;
   return { message, signature: await account.signMessage({ message }) };
 }
 
-export async function signIn(baseUrl: string, account = newAccount()): Promise<Session> {
+export async function signIn(baseUrl: string, account = newAccount()) {
   const proof = await preparedProof(baseUrl, account);
-  const response = await post(`${baseUrl}/api/auth/wallet-proof`, proof);
-  if (response.status !== 200) throw new Error(`wallet-proof: ${JSON.stringify(response.body)}`);
-  return {
-    account,
-    accessToken: response.body.access_token,
-    refreshToken: response.body.refresh_token,
-    userId: response.body.user.id,
-  };
-}
-
-export async function putSecret(
-  baseUrl: string,
-  token: string,
-  secretType: string,
-  value: string,
-): Promise<Response> {
-  return await fetch(`${baseUrl}/api/secrets`, {
-    method: "PUT",
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: JSON.stringify({ secretType, value }),
-  });
+  const answer = await post(`${baseUrl}/api/auth/wallet-proof`, proof);
+  if (answer.status !== 200) throw new Error(`wallet-proof: ${JSON.stringify(answer.body)}`);
+  return { accessToken: answer.body.access_token as string, userId: answer.body.user.id as string };
 }
 
 export function percentile(sorted: readonly number[], p: number): number {
   if (sorted.length === 0) return NaN;
-  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[index];
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
 }
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+/** [median, min, max], rounded for a small results file; null when nothing was measured. */
+export type Spread = [median: number, min: number, max: number];
+
+export function spread(values: readonly number[]): Spread | null {
+  const present = values.filter((value) => Number.isFinite(value));
+  if (present.length === 0) return null;
+  const round = (value: number) => Number(value.toPrecision(3));
+  return [round(median(present)), round(Math.min(...present)), round(Math.max(...present))];
+}
+
+export const log = (() => {
+  const started = performance.now();
+  return (line: string) =>
+    console.error(`[${((performance.now() - started) / 1000).toFixed(1).padStart(6)} s] ${line}`);
+})();

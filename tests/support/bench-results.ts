@@ -1,82 +1,57 @@
 /**
- * A results file (bench/results/latest.json's shape) for the report's tests: one Postgres engine,
- * a test machine, and the GET /api/secrets rows each test asks for.
+ * A results file (bench/results/latest.json's shape) for the report's tests: a test machine and
+ * the rows each test asks for.
  */
-import type { LoadResult } from "../../bench/http-load.ts";
-import type { Measured } from "../../bench/floors.ts";
-import type { BenchResults, Spread } from "../../bench/results-types.ts";
+import type { Results } from "../../bench/results.ts";
+import type { Spread } from "../../bench/support.ts";
 
-type SummaryRow = BenchResults["summary"]["rows"][number];
+type RouteRow = Results["routes"][number];
 
 /** A figure with its spread over the runs (the median alone when min and max are not given). */
-export const spread = (median: number, min = median, max = median): Spread => ({
-  median,
-  min,
-  max,
-});
+export const spread = (median: number, min = median, max = median): Spread => [median, min, max];
 
-/** GET /api/secrets against `baseline`, with the ratios and error count given. */
+/** GET /api/secrets on `engine` with the ratios given (floors at 1 ms), and no errors unless given. */
 export function listRow(
-  fields: Pick<SummaryRow, "id" | "baseline" | "ratio" | "ratioAt1"> & { errors?: number },
-): SummaryRow {
+  engine: string,
+  ratioAt1: Spread,
+  ratioLoaded: Spread,
+  fields: Partial<RouteRow> = {},
+): RouteRow {
   return {
-    engine: "postgres",
-    measure: "GET /api/secrets (token, 7 stored)",
-    concurrency: 8,
-    runs: 3,
-    requests: 3000,
+    engine,
+    route: "list",
+    at1: { route: spread(ratioAt1[0]), floor: spread(1), ratio: ratioAt1 },
+    loaded: { route: spread(ratioLoaded[0]), floor: spread(1), ratio: ratioLoaded },
     errors: 0,
-    p50Ms: spread(2.7, 2.5, 3.1),
-    p99Ms: spread(8),
-    rps: spread(2600),
-    cpuUsPerRequest: spread(333),
-    baselineP50Ms: spread(1.27),
-    p50At1Ms: spread(0.61),
+    floorErrors: 0,
+    proofsRanOut: 0,
     ...fields,
   };
 }
 
-export function benchResults(rows: SummaryRow[], notes: string[] = []): BenchResults {
+export function benchResults(routes: RouteRow[], fields: Partial<Results> = {}): Results {
   return {
     meta: {
       date: "2026-01-02T03:04:05.000Z",
       commit: "abc1234",
-      machine: {
-        cpuModel: "Test CPU",
-        cores: 2,
-        memoryGiB: 24,
-        os: "linux x86_64",
-        deno: "2.9.6",
-        v8: "15",
-        postgres: "15.20",
-        loadAverageAtStart: [0.5, 0.4, 0.3],
-        loadAverageAtEnd: [1, 0.8, 0.5],
-      },
+      machine: "Test CPU, 2 cores, linux, Deno 2.9.6",
+      postgres: "15.20",
+      loadAverage: { start: [0.5, 0.4, 0.3], end: [1, 0.8, 0.5] },
       runs: 3,
-      engines: [{ name: "postgres", storage: "postgres:public.user_secrets", targeted: true }],
       concurrency: 8,
       durationMs: 3000,
       singleMs: 1500,
-      growth: [],
-      totalSeconds: 900,
+      growthMs: 2000,
+      seconds: 900,
+      engines: [
+        { name: "postgres", targeted: true },
+        { name: "pglite", targeted: false },
+      ],
+      skipped: [],
     },
-    summary: { rows, coldStart: [], growth: [] },
-    notes,
+    routes,
+    coldStart: null,
+    growth: [],
+    ...fields,
   };
-}
-
-/** A measurement of 100 requests at `p50Ms`, `errors` of them failed (503s). */
-export function measured(p50Ms: number, errors = 0): Measured {
-  const result: LoadResult = {
-    requests: 100,
-    errors,
-    statuses: errors ? { "200": 100 - errors, "503": errors } : { "200": 100 },
-    p50Ms,
-    p99Ms: p50Ms * 2,
-    meanMs: p50Ms,
-    rps: 1000 / p50Ms,
-    seconds: p50Ms / 10,
-    latencies: [],
-  };
-  return { result, cpuUsPerRequest: 100 };
 }

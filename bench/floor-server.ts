@@ -1,0 +1,88 @@
+/**
+ * The floors: a bare Deno.serve doing the one statement each route cannot do without, through the
+ * same driver and settings as the service (parseConfig of the same environment), and nothing else
+ * (no token, no row-level security, no encryption).
+ *
+ *   GET  /ready                       {storage}, so the bench can check the engine
+ *   GET  /?user=<id>                  the creator's masked rows with each one's last reveal (GET)
+ *   POST /reveal?user=<id>            the creator's ciphertexts and one committed audit row naming
+ *                                     the seven types, as one statement (reveal)
+ *   PUT  /?user=<id>&type=<type>      one upsert of a ciphertext row (PUT)
+ *        …&flush=off                  the same, committed without waiting for the WAL flush (nonce)
+ *
+ * BENCH_FLOOR_GUARDED=1 answers through the local server's connection guard, as the local server
+ * does: any local server must have it, so it belongs to the floor, not to the service's overhead.
+ */
+import { parseConfig } from "../functions/_shared/config/config.ts";
+import type { Database } from "../functions/_shared/db/db.ts";
+import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
+import { connectionLimitsFromEnv, serveWithLimits } from "../server/connection-limits.ts";
+import { openDatabase } from "../server/database.ts";
+
+export const LIST = `select s.secret_type, s.updated_at, s.hint,
+    (select e.occurred_at from public.secret_events e
+      where e.user_id = s.user_id and e.occurred_at >= s.updated_at
+        and e.action = 'reveal' and s.secret_type = any(e.secret_types)
+      order by e.occurred_at desc limit 1) as last_used_at
+  from public.user_secrets s where s.user_id = $1 order by array_position($2::text[], s.secret_type)`;
+
+// One statement, so one round trip even where nothing is prepared (behind a pooler).
+export const AUDITED_READ = `with audit as (
+    insert into public.secret_events (user_id, secret_types, action) values ($1, $2::text[], 'reveal'))
+  select secret_type, ciphertext, iv, key_id from public.user_secrets where user_id = $1`;
+
+export const UPSERT =
+  `insert into public.user_secrets (user_id, secret_type, ciphertext, iv, key_id)
+    values ($1, $2, $3, $4, 'k1')
+  on conflict (user_id, secret_type) do update
+    set ciphertext = excluded.ciphertext, iv = excluded.iv, updated_at = now()
+  returning updated_at, xmax = 0 as created`;
+
+/** The nonce's commit: its writes are cheap to lose (docs/security.md says why that is safe). */
+export const WITHOUT_FLUSH = "set local synchronous_commit = off";
+
+export function floorHandler(db: Database): (request: Request) => Promise<Response> {
+  const storage = `${db.engine}:public.user_secrets`;
+  return async (request) => {
+    const url = new URL(request.url);
+    const user = url.searchParams.get("user");
+    if (url.pathname === "/ready") return Response.json({ storage });
+    if (url.pathname === "/reveal") {
+      const rows = await db.query<{ ciphertext: Uint8Array }>(AUDITED_READ, [user, SECRET_TYPES]);
+      return Response.json({ secrets: rows.map((row) => ({ bytes: row.ciphertext.length })) });
+    }
+    if (request.method === "PUT") {
+      const random = (n: number) => crypto.getRandomValues(new Uint8Array(n));
+      const params = [user, url.searchParams.get("type"), random(48), random(12)];
+      // The nonce's floor sends the setting and the upsert in one transaction, as the nonce does.
+      const outcomes = url.searchParams.get("flush") === "off"
+        ? await db.batch([{ text: WITHOUT_FLUSH }, { text: UPSERT, params }])
+        : [{ status: "fulfilled" as const, value: await db.query(UPSERT, params) }];
+      for (const outcome of outcomes) if (outcome.status === "rejected") throw outcome.reason;
+      const [row] = (outcomes.at(-1) as PromiseFulfilledResult<{ updated_at: Date }[]>).value;
+      return Response.json({ updatedAt: row.updated_at.toISOString() });
+    }
+    const rows = await db.query<{ secret_type: string; hint: string }>(LIST, [user, SECRET_TYPES]);
+    return Response.json({
+      secrets: rows.map((row) => ({ secretType: row.secret_type, hint: row.hint })),
+    });
+  };
+}
+
+if (import.meta.main) {
+  const env = Deno.env.toObject();
+  const config = parseConfig(env);
+  const db = await openDatabase(config.database);
+  const handler = floorHandler(db);
+  const server = env.BENCH_FLOOR_GUARDED === "1"
+    ? serveWithLimits(
+      { hostname: "127.0.0.1", port: config.port, limits: connectionLimitsFromEnv(env) },
+      handler,
+    )
+    : Deno.serve({ hostname: "127.0.0.1", port: config.port, onListen() {} }, handler);
+  Deno.addSignalListener("SIGTERM", async () => {
+    await server.shutdown();
+    await db.close();
+    Deno.exit(0);
+  });
+}

@@ -1,0 +1,206 @@
+/**
+ * What the bench sends: each route and its floor as a stream of requests, each carrying the check
+ * its answer must pass to count (a 200 is not enough: GET must list the creator's seven secrets,
+ * reveal must return the creator's seven values), and a closed-loop load generator to drive them.
+ */
+import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
+import { jsonHeaders, log, newAccount, percentile, preparedProof, signIn } from "./support.ts";
+import type { Session } from "./support.ts";
+
+// deno-lint-ignore no-explicit-any
+type Body = any;
+
+export type Attempt = { request: Request; ok: (status: number, body: Body) => boolean };
+
+/** The i-th attempt of worker w; null when there is nothing left to send. */
+export type Scenario = (worker: number, i: number) => Attempt | null;
+
+export type Load = { requests: number; errors: number; p50Ms: number };
+
+export const ROUTES = {
+  nonce: {
+    label: "POST /api/auth/nonce",
+    floor: "one upsert committed without waiting for the WAL flush, as the nonce commits",
+  },
+  "wallet-proof": {
+    label: "POST /api/auth/wallet-proof",
+    floor: "one signature recovery (viem, in process) + one upsert",
+  },
+  list: {
+    label: "GET /api/secrets (7 stored)",
+    floor: "one read of the creator's rows with each one's last reveal",
+  },
+  put: { label: "PUT /api/secrets", floor: "one upsert" },
+  reveal: {
+    label: "POST /api/secrets/reveal (all 7)",
+    floor: "one statement: read the creator's ciphertexts and insert one audit row",
+  },
+} as const;
+export type Route = keyof typeof ROUTES;
+export const ROUTE_NAMES = Object.keys(ROUTES) as Route[];
+
+/**
+ * Closed loop: `concurrency` workers, each sending its next request once the last is answered;
+ * what is answered in the first `warmupMs` is not counted. Logs the first failed answer, so an
+ * error is seen and not only counted.
+ */
+export async function runLoad(
+  what: string,
+  concurrency: number,
+  durationMs: number,
+  warmupMs: number,
+  scenario: Scenario,
+): Promise<Load> {
+  const latencies: number[] = [];
+  let errors = 0;
+  let firstError: string | null = null;
+  const measureFrom = performance.now() + warmupMs;
+  const stopAt = measureFrom + durationMs;
+  await Promise.all(Array.from({ length: concurrency }, async (_, worker) => {
+    for (let i = 0; performance.now() < stopAt; i++) {
+      const attempt = scenario(worker, i);
+      if (attempt === null) return;
+      const started = performance.now();
+      let answer = "network error";
+      let ok = false;
+      try {
+        const response = await fetch(attempt.request);
+        const text = await response.text();
+        answer = `${response.status} ${text.slice(0, 300)}`;
+        ok = attempt.ok(response.status, JSON.parse(text));
+      } catch {
+        // an answer that is not JSON fails its check too
+      }
+      if (started < measureFrom) continue;
+      latencies.push(performance.now() - started);
+      if (!ok) errors++;
+      if (!ok) firstError ??= `${new URL(attempt.request.url).pathname}: ${answer}`;
+    }
+  }));
+  latencies.sort((a, b) => a - b);
+  const load = { requests: latencies.length, errors, p50Ms: percentile(latencies, 50) };
+  if (what !== "") log(`${what}: p50 ${load.p50Ms.toFixed(2)} ms, ${load.requests} requests`);
+  if (what !== "" && firstError !== null) log(`  ${errors} errors, the first: ${firstError}`);
+  return load;
+}
+
+export type Proof = { message: string; signature: string; address: string };
+
+/** Proofs for wallet-proof at `concurrency` for `durationMs`, at over twice the rate seen here. */
+export function proofsFor(concurrency: number, durationMs: number): number {
+  return Math.ceil(((concurrency === 1 ? 800 : 1200) * durationMs) / 1000);
+}
+
+export async function proofPool(url: string, n: number): Promise<Proof[]> {
+  const wallets = Array.from({ length: 16 }, newAccount);
+  const proofs: Proof[] = [];
+  for (let i = 0; i < n; i += wallets.length) {
+    const batch = wallets.slice(0, Math.min(wallets.length, n - i));
+    proofs.push(
+      ...await Promise.all(batch.map(async (wallet) => ({
+        ...await preparedProof(url, wallet),
+        address: wallet.address,
+      }))),
+    );
+  }
+  return proofs;
+}
+
+/** `n` creators, each with all seven secrets, saved as PUT's route saves them. */
+export async function creators(url: string, n: number): Promise<Session[]> {
+  const sessions = await Promise.all(Array.from({ length: n }, () => signIn(url)));
+  const { put } = routeScenarios(url, "", sessions, []);
+  for (let w = 0; w < n; w++) {
+    for (let i = 0; i < SECRET_TYPES.length; i++) {
+      const attempt = put(w, i)!;
+      const response = await fetch(attempt.request);
+      if (!attempt.ok(response.status, await response.json())) throw new Error("a PUT failed");
+    }
+  }
+  return sessions;
+}
+
+/** Each route's requests; worker w acts as creator w, wallet-proof spends the next proof. */
+export function routeScenarios(
+  url: string,
+  revealToken: string,
+  sessions: readonly Session[],
+  proofs: readonly Proof[],
+): Record<Route, Scenario> {
+  const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+    new Request(`${url}${path}`, {
+      method: "POST",
+      headers: { ...jsonHeaders, ...headers },
+      body: JSON.stringify(body),
+    });
+  const auth = (w: number) => ({ authorization: `Bearer ${sessions[w].accessToken}` });
+  // What ends every value creator w saves, so its masked hint and its reveal name their owner.
+  const tag = (w: number) => `w${String(w).padStart(3, "0")}`;
+  let nextProof = 0;
+  return {
+    nonce: () => ({
+      request: post("/api/auth/nonce", {}),
+      ok: (status, body) => status === 200 && typeof body.nonce === "string",
+    }),
+    "wallet-proof": () => {
+      const proof = proofs[nextProof++];
+      if (proof === undefined) return null;
+      const { address, ...sent } = proof;
+      return {
+        request: post("/api/auth/wallet-proof", sent),
+        ok: (status, body) =>
+          status === 200 && typeof body.access_token === "string" &&
+          body.user?.wallet_address?.toLowerCase() === address.toLowerCase(),
+      };
+    },
+    list: (w) => ({
+      request: new Request(`${url}/api/secrets`, { headers: auth(w) }),
+      ok: (status, body) =>
+        status === 200 && body.secrets?.length === 7 &&
+        body.secrets.every((s: Body) => s.hint === `…${tag(w)}`),
+    }),
+    put: (w, i) => {
+      const secretType = SECRET_TYPES[i % SECRET_TYPES.length];
+      const value = `sk-bench-${i}-${crypto.randomUUID()}-${tag(w)}`;
+      return {
+        request: new Request(`${url}/api/secrets`, {
+          method: "PUT",
+          headers: { ...auth(w), ...jsonHeaders },
+          body: JSON.stringify({ secretType, value }),
+        }),
+        ok: (status, body) => status === 200 && body.secretType === secretType,
+      };
+    },
+    reveal: (w) => ({
+      request: post("/api/secrets/reveal", {}, {
+        ...auth(w),
+        "x-service-server-secret": revealToken,
+      }),
+      ok: (status, body) =>
+        status === 200 && body.secrets?.length === 7 &&
+        body.secrets.every((s: Body) => typeof s.value === "string" && s.value.endsWith(tag(w))),
+    }),
+  };
+}
+
+/** Each route's floor on the floor server (bench/floor-server.ts), for user w's rows. */
+export function floorScenarios(url: string, users: readonly string[]): Record<Route, Scenario> {
+  const read = (path: string, method: string): Scenario => (w) => ({
+    request: new Request(`${url}${path}?user=${users[w]}`, { method }),
+    ok: (status, body) => status === 200 && body.secrets?.length === 7,
+  });
+  const write = (flush: string): Scenario => (w, i) => ({
+    request: new Request(
+      `${url}/?user=${users[w]}&type=${SECRET_TYPES[i % SECRET_TYPES.length]}${flush}`,
+      { method: "PUT" },
+    ),
+    ok: (status, body) => status === 200 && typeof body.updatedAt === "string",
+  });
+  return {
+    nonce: write("&flush=off"),
+    "wallet-proof": write(""),
+    list: read("/", "GET"),
+    put: write(""),
+    reveal: read("/reveal", "POST"),
+  };
+}
