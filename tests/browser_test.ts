@@ -7,49 +7,11 @@
  */
 import assert from "node:assert/strict";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { hexToString } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
 import { atEdge } from "../server/app.ts";
 import { bearer, newWallet, signIn, startTestApp, type TestApp } from "./support/app.ts";
-
-const CHROMIUM = "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--no-first-run",
-  "--disable-sync",
-  "--disable-quic",
-  "--disable-dev-shm-usage",
-];
-const ARTIFACTS = new URL("../test-artifacts/", import.meta.url);
-
-const hasChromium = (() => {
-  try {
-    return Deno.statSync(CHROMIUM).isFile;
-  } catch {
-    return false;
-  }
-})();
-const inCi = Deno.env.get("CI") === "true";
-if (!hasChromium && !inCi) {
-  console.warn(
-    `tests/browser_test.ts skipped: ${CHROMIUM} is missing (Debian: apt-get install -y chromium).`,
-  );
-}
-
-/**
- * playwright-core probes /proc/sys/fs/binfmt_misc/WSLInterop when its module loads, which Deno
- * allows only under --allow-all; `deno task test` grants narrower permissions. The variable below
- * defers that WSL probe (it only matters on Windows hosts), so the module is imported after
- * setting it rather than statically.
- */
-async function loadPlaywright(): Promise<typeof import("playwright-core")> {
-  Deno.env.set("__IS_WSL_TEST__", "1");
-  return await import("playwright-core");
-}
+import { launchChromium, openPage, screenshot, skipWithoutChromium } from "./support/chromium.ts";
+import { type InjectedWallet, injectWallet } from "./support/injected-wallet.ts";
 
 // ---------------------------------------------------------------------------------------------
 // The app on two real ports: the page's origin, and a second origin standing in for an API on
@@ -97,78 +59,10 @@ async function serveApp(): Promise<Served> {
   };
 }
 
-// ---------------------------------------------------------------------------------------------
-// The injected wallet
-
-interface TestWallet {
-  readonly account: PrivateKeyAccount;
-  /** Answer personal_sign with EIP-1193 error 4001, as a user pressing "Reject" does. */
-  readonly rejectSignatures: boolean;
-  /** The messages the page asked the wallet to sign. */
-  readonly signed: string[];
-}
-
-type WalletAnswer = { result: unknown } | { error: { code: number; message: string } };
-
-function walletBackend(wallet: TestWallet) {
-  return async (method: string, params: unknown[]): Promise<WalletAnswer> => {
-    switch (method) {
-      case "eth_requestAccounts":
-      case "eth_accounts":
-        // Lower case, as MetaMask returns it: the service must checksum it itself.
-        return { result: [wallet.account.address.toLowerCase()] };
-      case "eth_chainId":
-        return { result: "0x1" };
-      case "personal_sign": {
-        if (wallet.rejectSignatures) {
-          return { error: { code: 4001, message: "User rejected the request." } };
-        }
-        const [data, address] = params as [`0x${string}`, string];
-        if (address.toLowerCase() !== wallet.account.address.toLowerCase()) {
-          return { error: { code: 4100, message: "Unknown account." } };
-        }
-        wallet.signed.push(hexToString(data));
-        return { result: await wallet.account.signMessage({ message: { raw: data } }) };
-      }
-      default:
-        return { error: { code: 4200, message: `Unsupported method ${method}.` } };
-    }
-  };
-}
-
-/** Runs in the page before its own scripts: window.ethereum plus an EIP-6963 announcement. */
-const WALLET_SCRIPT = `(() => {
-  const provider = {
-    async request({ method, params }) {
-      const answer = await window.__testWallet(method, params ?? []);
-      if ("error" in answer) {
-        const error = new Error(answer.error.message);
-        error.code = answer.error.code;
-        throw error;
-      }
-      return answer.result;
-    },
-    on() {},
-    removeListener() {},
-  };
-  const info = Object.freeze({
-    uuid: "0b6e9a43-4a8c-4d1e-9d55-0d6f1f2a7c11",
-    name: "Test Wallet",
-    icon: "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg'/%3E",
-    rdns: "org.example.test-wallet",
-  });
-  const announce = () => window.dispatchEvent(
-    new CustomEvent("eip6963:announceProvider", { detail: Object.freeze({ info, provider }) }),
-  );
-  window.addEventListener("eip6963:requestProvider", announce);
-  window.ethereum = provider;
-  announce();
-})();`;
-
 interface Session {
   readonly context: BrowserContext;
   readonly page: Page;
-  readonly wallet: TestWallet;
+  readonly wallet: InjectedWallet;
   /** Bodies of every response the context's pages received. */
   responseBodies(): Promise<string[]>;
   readonly pageErrors: string[];
@@ -176,24 +70,21 @@ interface Session {
 
 async function openWalletContext(
   browser: Browser,
-  wallet: TestWallet,
-  options: { bypassCSP?: boolean } = {},
+  account: PrivateKeyAccount,
+  options: { bypassCSP?: boolean; rejectSignatures?: boolean } = {},
 ): Promise<Session> {
   const context = await browser.newContext({ bypassCSP: options.bypassCSP ?? false });
-  await context.exposeFunction("__testWallet", walletBackend(wallet));
-  await context.addInitScript(WALLET_SCRIPT);
+  // Lower case, as MetaMask returns it: the service must checksum it itself.
+  const wallet = await injectWallet(context, account, {
+    lowerCase: true,
+    rejectSignatures: options.rejectSignatures,
+  });
   const bodies: Promise<string>[] = [];
   context.on("response", (response) => {
     bodies.push(response.text().catch(() => ""));
   });
-  const page = await context.newPage();
-  const pageErrors: string[] = [];
-  page.on("pageerror", (error) => pageErrors.push(error.message));
+  const { page, pageErrors } = await openPage(context);
   return { context, page, wallet, responseBodies: () => Promise.all(bodies), pageErrors };
-}
-
-function testWallet(rejectSignatures = false): TestWallet {
-  return { account: newWallet(), rejectSignatures, signed: [] };
 }
 
 async function openSettings(page: Page, origin: string): Promise<void> {
@@ -248,11 +139,6 @@ function assertNoSecretIn(text: string, values: readonly string[], where: string
   }
 }
 
-async function screenshot(page: Page, name: string): Promise<void> {
-  await Deno.mkdir(ARTIFACTS, { recursive: true });
-  await page.screenshot({ path: new URL(`${name}.png`, ARTIFACTS).pathname, fullPage: true });
-}
-
 function randomKey(prefix: string): string {
   return `${prefix}-${crypto.randomUUID()}-${crypto.randomUUID()}`;
 }
@@ -261,19 +147,15 @@ function randomKey(prefix: string): string {
 
 Deno.test({
   name: "the settings page in headless Chromium, with a wallet that really signs",
-  ignore: !hasChromium && !inCi,
+  ignore: skipWithoutChromium("tests/browser_test.ts"),
   // PGlite and the HTTP servers keep timers and sockets between steps by design.
   sanitizeOps: false,
   sanitizeResources: false,
   async fn(t) {
-    if (!hasChromium) {
-      throw new Error(`CI=true but ${CHROMIUM} is missing: apt-get install -y chromium`);
-    }
-    const { chromium } = await loadPlaywright();
     const served = await serveApp();
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    const browser = await launchChromium();
     const { origin, otherOrigin, app } = served;
-    const first = await openWalletContext(browser, testWallet());
+    const first = await openWalletContext(browser, newWallet());
     const { page } = first;
     const values = {
       first: randomKey("sk-a-first"),
@@ -392,7 +274,7 @@ Deno.test({
         assert.ok(session);
         // A page on another origin than the API, as a deployed frontend is; CSP is bypassed so the
         // browser's CORS check, not the page's own connect-src, is what is tested.
-        const probe = await openWalletContext(browser, testWallet(), { bypassCSP: true });
+        const probe = await openWalletContext(browser, newWallet(), { bypassCSP: true });
         try {
           await openSettings(probe.page, origin);
           const outcome = await probe.page.evaluate(
@@ -441,7 +323,7 @@ Deno.test({
       await t.step(
         "a second wallet in another browser sees none of the first's entries",
         async () => {
-          const second = await openWalletContext(browser, testWallet());
+          const second = await openWalletContext(browser, newWallet());
           try {
             await openSettings(second.page, origin);
             await second.page.getByRole("button", { name: "Connect wallet" }).click();
@@ -488,7 +370,7 @@ Deno.test({
       );
 
       await t.step("a wallet that refuses to sign shows the signature-rejected state", async () => {
-        const refusing = await openWalletContext(browser, testWallet(true));
+        const refusing = await openWalletContext(browser, newWallet(), { rejectSignatures: true });
         try {
           await openSettings(refusing.page, origin);
           await refusing.page.getByRole("button", { name: "Connect wallet" }).click();
@@ -567,7 +449,7 @@ Deno.test({
           const here = await storedSession(page);
           assert.ok(here);
           // The same wallet on another device (another browser profile), and another creator.
-          const device = await openWalletContext(browser, first.wallet);
+          const device = await openWalletContext(browser, first.wallet.account);
           try {
             await openSettings(device.page, origin);
             await device.page.getByRole("button", { name: "Connect wallet" }).click();
@@ -611,7 +493,7 @@ Deno.test({
 
       // Last: it spends this address's nonce budget.
       await t.step("a page on another origin can read Retry-After when rate-limited", async () => {
-        const probe = await openWalletContext(browser, testWallet(), { bypassCSP: true });
+        const probe = await openWalletContext(browser, newWallet(), { bypassCSP: true });
         try {
           await openSettings(probe.page, origin);
           const limited = await probe.page.evaluate(async ({ url, tries }) => {

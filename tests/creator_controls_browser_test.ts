@@ -12,24 +12,9 @@ import type { Page } from "playwright-core";
 import { atEdge } from "../server/app.ts";
 import { createVaultServerClient } from "../sdk/server.ts";
 import { bearer, newWallet, signIn, startTestApp } from "./support/app.ts";
-import {
-  CHROMIUM,
-  CHROMIUM_ARGS,
-  hasChromium,
-  inCi,
-  injectWallet,
-  loadPlaywright,
-} from "./support/injected-wallet.ts";
+import { launchChromium, openPage, screenshot, skipWithoutChromium } from "./support/chromium.ts";
+import { injectWallet } from "./support/injected-wallet.ts";
 import { rejects } from "./support/vault-error.ts";
-
-const ARTIFACTS = new URL("../test-artifacts/", import.meta.url);
-
-if (!hasChromium && !inCi) {
-  console.warn(
-    `tests/creator_controls_browser_test.ts skipped: ${CHROMIUM} is missing ` +
-      "(Debian: apt-get install -y chromium).",
-  );
-}
 
 interface StoredSession {
   readonly accessToken: string;
@@ -60,22 +45,13 @@ function activityKinds(page: Page): Promise<string[]> {
   );
 }
 
-async function screenshot(page: Page, name: string): Promise<void> {
-  await Deno.mkdir(ARTIFACTS, { recursive: true });
-  await page.screenshot({ path: new URL(`${name}.png`, ARTIFACTS).pathname, fullPage: true });
-}
-
 Deno.test({
   name: "a creator walks through the controls on the settings page in headless Chromium",
-  ignore: !hasChromium && !inCi,
+  ignore: skipWithoutChromium("tests/creator_controls_browser_test.ts"),
   // PGlite and the HTTP server keep timers and sockets between steps by design.
   sanitizeOps: false,
   sanitizeResources: false,
   async fn(t) {
-    if (!hasChromium) {
-      throw new Error(`CI=true but ${CHROMIUM} is missing: apt-get install -y chromium`);
-    }
-    const { chromium } = await loadPlaywright();
     let edge: Deno.ServeHandler<Deno.NetAddr> = () => new Response(null, { status: 503 });
     const server = Deno.serve(
       { hostname: "127.0.0.1", port: 0, onListen() {} },
@@ -88,12 +64,10 @@ Deno.test({
       baseUrl: `${origin}/api`,
       revealToken: app.config.serverRevealToken,
     });
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    const browser = await launchChromium();
     const context = await browser.newContext({ acceptDownloads: true });
     const wallet = await injectWallet(context, newWallet());
-    const page = await context.newPage();
-    const pageErrors: string[] = [];
-    page.on("pageerror", (error) => pageErrors.push(error.message));
+    const { page, pageErrors } = await openPage(context);
     const value = `sk-b-${crypto.randomUUID()}-${crypto.randomUUID()}`;
     const lockSwitch = page.getByRole("switch", { name: "Lock live-run access" });
     const keyMeta = page.locator('li.secret[data-secret-type="provider_b_key"] .meta');

@@ -8,7 +8,6 @@
  */
 import assert from "node:assert/strict";
 import type { PrivateKeyAccount } from "viem/accounts";
-import { createSiweMessage } from "viem/siwe";
 import type { ContractSignatureVerifier } from "../functions/_shared/chain/contract-signature-verifier.ts";
 import { createServiceContext } from "../functions/_shared/context.ts";
 import type { Database } from "../functions/_shared/db/db.ts";
@@ -16,22 +15,14 @@ import { silentLogger } from "./support/log.ts";
 import { createLocalApp } from "../server/app.ts";
 import { asCreator } from "./support/as-creator.ts";
 import { newWallet, type SignedIn, signIn, TEST_ORIGIN, type TestApp } from "./support/app.ts";
+import { messageFor, type NonceAnswer } from "./support/siwe.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 
 type Fetch = (path: string, init?: RequestInit) => Promise<Response>;
 type Purpose = "unlock" | "sign_out_sessions" | "delete_account";
 
-interface ConfirmNonce {
+interface ConfirmNonce extends NonceAnswer {
   purpose: Purpose;
-  nonce: string;
-  issuedAt: string;
-  expiresAt: string;
-  domain: string;
-  uri: string;
-  chainId: number;
-  version: string;
-  statement: string;
-  message: string;
 }
 
 interface Answer {
@@ -76,9 +67,13 @@ function expectError(answer: Answer, status: number, code: string) {
   assert.equal(answer.body.error.code, code, answer.text);
 }
 
+/** POST /api/auth/confirm/nonce, with `token` as the session when one is given. */
+const askConfirmNonce = (fetch: Fetch, init: { token?: string; body: unknown }) =>
+  send(fetch, "POST", "/api/auth/confirm/nonce", init);
+
 const confirmNonce = async (fetch: Fetch, token: string, purpose: Purpose, chainId?: number) =>
   expectOk(
-    await send(fetch, "POST", "/api/auth/confirm/nonce", {
+    await askConfirmNonce(fetch, {
       token,
       body: chainId === undefined ? { purpose } : { purpose, chainId },
     }),
@@ -97,26 +92,6 @@ async function freshSignature(
     message: answer.message,
     signature: await signer.signMessage({ message: answer.message }),
   };
-}
-
-/** The message viem builds from a nonce answer's fields, with `overrides`. */
-function messageFrom(
-  answer: Omit<ConfirmNonce, "purpose" | "message">,
-  address: `0x${string}`,
-  overrides: Partial<Parameters<typeof createSiweMessage>[0]> = {},
-): string {
-  return createSiweMessage({
-    domain: answer.domain,
-    address,
-    statement: answer.statement,
-    uri: answer.uri,
-    version: "1",
-    chainId: answer.chainId,
-    nonce: answer.nonce,
-    issuedAt: new Date(answer.issuedAt),
-    expirationTime: new Date(answer.expiresAt),
-    ...overrides,
-  });
 }
 
 const save = (app: TestApp, token: string, secretType: string, value: string) =>
@@ -208,7 +183,7 @@ describeWithDatabase("creator controls", {
       assert.equal(answer.domain, new URL(TEST_ORIGIN).host);
       assert.equal(answer.chainId, 1);
       // The message is what viem builds from the fields, for the session's wallet.
-      assert.equal(answer.message, messageFrom(answer, creator.account.address));
+      assert.equal(answer.message, messageFor(answer, creator.account.address));
       assert.ok(answer.message.includes(creator.account.address));
       statements.add(answer.statement);
     }
@@ -217,12 +192,12 @@ describeWithDatabase("creator controls", {
     assert.match([...statements][2], /^Delete your .* account/);
     // Only a session may ask; a bad purpose is refused.
     expectError(
-      await send(app.fetch, "POST", "/api/auth/confirm/nonce", { body: { purpose: "unlock" } }),
+      await askConfirmNonce(app.fetch, { body: { purpose: "unlock" } }),
       401,
       "missing_token",
     );
     expectError(
-      await send(app.fetch, "POST", "/api/auth/confirm/nonce", {
+      await askConfirmNonce(app.fetch, {
         token: creator.accessToken,
         body: { purpose: "sign_in" },
       }),
@@ -253,7 +228,7 @@ describeWithDatabase("creator controls", {
     // The sign-in nonce under the unlock statement, signed: the nonce was not issued for it.
     const unlockStatement = (await confirmNonce(app.fetch, creator.accessToken, "unlock"))
       .statement;
-    const forged = messageFrom(
+    const forged = messageFor(
       { ...signInNonce, statement: unlockStatement },
       creator.account.address,
     );
@@ -279,7 +254,7 @@ describeWithDatabase("creator controls", {
       await send(app.fetch, "POST", "/api/auth/nonce", { body: {} }),
     ).statement;
     // A sign-in message built around the unlock nonce, signed by the wallet itself.
-    const asSignIn = messageFrom(
+    const asSignIn = messageFor(
       { ...answer, statement: signInStatement },
       creator.account.address,
     );
@@ -328,7 +303,7 @@ describeWithDatabase("creator controls", {
     // The delete statement around the unlock nonce: the nonce decides.
     const deleteStatement = (await confirmNonce(app.fetch, creator.accessToken, "delete_account"))
       .statement;
-    const forged = messageFrom(
+    const forged = messageFor(
       { ...proof.answer, statement: deleteStatement },
       creator.account.address,
     );
@@ -370,7 +345,7 @@ describeWithDatabase("creator controls", {
       "signature_mismatch",
     );
     // A message changed after signing (another chain) is not the wallet's signature.
-    const changed = messageFrom(second.answer, creator.account.address, { chainId: 10 });
+    const changed = messageFor(second.answer, creator.account.address, { chainId: 10 });
     expectError(
       await unlock(app.fetch, creator.accessToken, {
         message: changed,
@@ -388,7 +363,7 @@ describeWithDatabase("creator controls", {
     expectOk(await send(app.fetch, "POST", "/api/auth/logout", { token: ended.accessToken }), 204);
     expectError(await unlock(app.fetch, ended.accessToken, late), 401, "session_revoked");
     expectError(
-      await send(app.fetch, "POST", "/api/auth/confirm/nonce", {
+      await askConfirmNonce(app.fetch, {
         token: ended.accessToken,
         body: { purpose: "unlock" },
       }),
@@ -926,12 +901,7 @@ describeWithDatabase("creator controls for a contract wallet", {
     assert.equal(chain.checks.length, 1);
 
     // The message names the wallet's own chain, whichever chain is asked for.
-    const answer = expectOk(
-      await send(fetch, "POST", "/api/auth/confirm/nonce", {
-        token,
-        body: { purpose: "unlock", chainId: 1 },
-      }),
-    ) as ConfirmNonce;
+    const answer = await confirmNonce(fetch, token, "unlock", 1);
     assert.equal(answer.chainId, chainId);
     expectOk(await send(fetch, "POST", "/api/secrets/lock", { token }));
     const rpcBuckets = async () =>
@@ -982,7 +952,7 @@ describeWithDatabase("creator controls for a contract wallet", {
       return handler(request);
     };
     const answer = expectOk(
-      await send(fetch, "POST", "/api/auth/confirm/nonce", {
+      await askConfirmNonce(fetch, {
         token: creator.accessToken,
         body: { purpose: "unlock", chainId },
       }),

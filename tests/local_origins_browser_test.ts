@@ -8,78 +8,10 @@
  */
 import assert from "node:assert/strict";
 import { newWallet } from "./support/app.ts";
-import {
-  CHROMIUM,
-  CHROMIUM_ARGS,
-  hasChromium,
-  inCi,
-  injectWallet,
-  loadPlaywright,
-} from "./support/injected-wallet.ts";
+import { launchChromium, openPage, skipWithoutChromium } from "./support/chromium.ts";
+import { injectWallet } from "./support/injected-wallet.ts";
+import { startLocalServer } from "./support/local-server.ts";
 import { isStaticPath, serveStatic } from "../server/static.ts";
-
-const ROOT = new URL("../", import.meta.url).pathname;
-const MAIN = new URL("../server/main.ts", import.meta.url).pathname;
-
-/** Deno's basics, and nothing else of this process's environment (no DATABASE_URL, no APP_ENV). */
-const INHERITED = Object.fromEntries(
-  ["PATH", "HOME", "DENO_DIR", "XDG_CACHE_HOME"].flatMap((name) => {
-    const value = Deno.env.get(name);
-    return value === undefined ? [] : [[name, value]];
-  }),
-);
-
-interface LocalServer {
-  readonly api: string;
-  stop(): Promise<void>;
-}
-
-/** `deno task start` in a fresh directory, on a port of its own; ready once migrations ran. */
-async function startLocalServer(dir: string): Promise<LocalServer> {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: ["run", "--allow-all", MAIN],
-    cwd: ROOT,
-    env: {
-      ...INHERITED,
-      NO_COLOR: "1",
-      PORT: "0",
-      PGLITE_DATA_DIR: `${dir}/pglite`,
-      DEV_KEYS_FILE: `${dir}/dev-keys.json`,
-    },
-    clearEnv: true,
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  const stderr = new Response(child.stderr).text();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let output = "";
-  while (!/^migrations: .*$/m.test(output)) {
-    const { done, value } = await reader.read();
-    if (done) {
-      await child.status;
-      throw new Error(`the server exited before it was ready:\n${output}\n${await stderr}`);
-    }
-    output += value;
-  }
-  assert.match(output, /\(development\)/);
-  const port = Number(/listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(output)?.[1]);
-  assert.ok(port > 0, output);
-  const draining = (async () => {
-    while (!(await reader.read()).done) {
-      // keep the pipe flowing
-    }
-  })();
-  return {
-    api: `http://127.0.0.1:${port}/api`,
-    async stop() {
-      child.kill("SIGTERM");
-      const status = await child.status;
-      await draining;
-      await stderr;
-      assert.equal(status.code, 0, `the server stopped with ${status.code}`);
-    },
-  };
-}
 
 /**
  * A frontend's dev server: its page, which calls the API at `api`, and the browser client's
@@ -112,32 +44,30 @@ function servePage(api: string): Deno.HttpServer<Deno.NetAddr> {
 Deno.test({
   name:
     "with nothing configured, a page on another port signs in from Chromium with a message naming the page",
-  ignore: !hasChromium && !inCi,
+  ignore: skipWithoutChromium("tests/local_origins_browser_test.ts"),
   // The server process's pipes and the page servers are closed in the finally block.
   sanitizeOps: false,
   sanitizeResources: false,
   async fn(t) {
-    if (!hasChromium) {
-      throw new Error(`CI=true but ${CHROMIUM} is missing: apt-get install -y chromium`);
-    }
+    const browser = await launchChromium();
     const dir = await Deno.makeTempDir({ prefix: "local-origins-" });
-    const server = await startLocalServer(dir);
+    const server = await startLocalServer({
+      PGLITE_DATA_DIR: `${dir}/pglite`,
+      DEV_KEYS_FILE: `${dir}/dev-keys.json`,
+    });
+    assert.match(server.output, /\(development\)/);
     const pageServers: Deno.HttpServer<Deno.NetAddr>[] = [];
-    const { chromium } = await loadPlaywright();
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
     try {
       // Two dev servers, as a team runs them: localhost (Vite's default) and 127.0.0.1.
       for (const host of ["localhost", "127.0.0.1"]) {
-        const pageServer = servePage(server.api);
+        const pageServer = servePage(`http://127.0.0.1:${server.port}/api`);
         pageServers.push(pageServer);
         const origin = `http://${host}:${pageServer.addr.port}`;
         await t.step(`a page at ${host} on its own port signs in and saves a key`, async () => {
           const context = await browser.newContext();
           try {
             const wallet = await injectWallet(context, newWallet());
-            const page = await context.newPage();
-            const pageErrors: string[] = [];
-            page.on("pageerror", (error) => pageErrors.push(error.message));
+            const { page, pageErrors } = await openPage(context);
             await page.goto(`${origin}/`);
             await page.waitForFunction(() => "signInAndSave" in window);
             const value = `sk-a-${crypto.randomUUID()}-${crypto.randomUUID()}`;

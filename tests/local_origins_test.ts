@@ -13,20 +13,11 @@ import { createVaultServerClient } from "../sdk/server.ts";
 import { appOn, bearer, newWallet, TEST_ORIGIN, type TestApp } from "./support/app.ts";
 import { productionEnv } from "./support/config-env.ts";
 import { openTestDatabase, testEngines } from "./support/database.ts";
+import type { NonceAnswer } from "./support/siwe.ts";
 
 /** Whether the local-stack check takes a project at `host` for local. */
 const isLocalHost = (host: string) =>
   localStackProblems("development", { SUPABASE_URL: `http://${host}:54321` }).length === 0;
-
-interface NonceAnswer {
-  nonce: string;
-  issuedAt: string;
-  expiresAt: string;
-  domain: string;
-  uri: string;
-  chainId: number;
-  message: string;
-}
 
 /** Origins of pages on the developer's machine, each on a port of its own. */
 const LOOPBACK_PAGES = [

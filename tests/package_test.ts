@@ -8,14 +8,8 @@
 import assert from "node:assert/strict";
 import { atEdge } from "../server/app.ts";
 import { bearer, newWallet, type SignedIn, signIn, startTestApp } from "./support/app.ts";
-import {
-  CHROMIUM,
-  CHROMIUM_ARGS,
-  hasChromium,
-  inCi,
-  injectWallet,
-  loadPlaywright,
-} from "./support/injected-wallet.ts";
+import { inCi, launchChromium, openPage, skipWithoutChromium } from "./support/chromium.ts";
+import { injectWallet } from "./support/injected-wallet.ts";
 import { packSdk, withSdkBuildLock } from "./support/packed-sdk.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
@@ -563,25 +557,16 @@ Deno.test({
         },
       );
 
-      if (!hasChromium && !inCi) {
-        console.warn(`tests/package_test.ts: the Chromium step skipped: ${CHROMIUM} is missing.`);
-      }
       await t.step({
         name: "in Chromium, the built page signs in with an injected wallet and saves a key",
-        ignore: !hasChromium && !inCi,
+        ignore: skipWithoutChromium("tests/package_test.ts: the Chromium step"),
         async fn() {
-          if (!hasChromium) {
-            throw new Error(`CI=true but ${CHROMIUM} is missing: apt-get install -y chromium`);
-          }
           await Deno.stat(`${page}/index.html`); // built by the step above
-          const { chromium } = await loadPlaywright();
-          const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+          const browser = await launchChromium();
           try {
             const context = await browser.newContext();
             const wallet = await injectWallet(context, newWallet());
-            const tab = await context.newPage();
-            const pageErrors: string[] = [];
-            tab.on("pageerror", (error) => pageErrors.push(error.message));
+            const { page: tab, pageErrors } = await openPage(context);
             await tab.goto(origin);
             await tab.getByRole("button", { name: "Connect wallet" }).click();
             await tab.locator("#status", { hasText: "Signed in as" }).waitFor();

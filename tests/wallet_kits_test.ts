@@ -14,11 +14,16 @@
  * skipped, except under CI=true where that fails (as tests/browser_test.ts).
  */
 import assert from "node:assert/strict";
-import type { Page } from "playwright-core";
-import { hexToString } from "viem";
-import type { PrivateKeyAccount } from "viem/accounts";
 import { atEdge, LOCAL_ANON_KEY } from "../server/app.ts";
 import { bearer, newWallet, startTestApp } from "./support/app.ts";
+import {
+  launchChromium,
+  openPage,
+  requireChromium,
+  screenshot,
+  skipWithoutChromium,
+} from "./support/chromium.ts";
+import { injectWallet } from "./support/injected-wallet.ts";
 import { packSdk } from "./support/packed-sdk.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
@@ -32,33 +37,6 @@ const SOURCES = [
   "vite.config.ts",
   "tsconfig.json",
 ];
-
-const CHROMIUM = "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--no-first-run",
-  "--disable-sync",
-  "--disable-quic",
-  "--disable-dev-shm-usage",
-];
-const ARTIFACTS = new URL("../test-artifacts/", import.meta.url);
-const hasChromium = (() => {
-  try {
-    return Deno.statSync(CHROMIUM).isFile;
-  } catch {
-    return false;
-  }
-})();
-const inCi = Deno.env.get("CI") === "true";
-if (!hasChromium && !inCi) {
-  console.warn(
-    `tests/wallet_kits_test.ts: browser test skipped: ${CHROMIUM} is missing (apt-get install -y chromium).`,
-  );
-}
 
 // ---------------------------------------------------------------------------------------------
 // The consumer project
@@ -174,61 +152,6 @@ Deno.test({
 // ---------------------------------------------------------------------------------------------
 // The browser test
 
-interface TestWallet {
-  readonly account: PrivateKeyAccount;
-  /** The messages the page asked the wallet to sign. */
-  readonly signed: string[];
-  /** Every method the page called. */
-  readonly methods: string[];
-  /** Whether the page has asked for the account (eth_requestAccounts). */
-  connected: boolean;
-}
-
-type WalletAnswer = { result: unknown } | { error: { code: number; message: string } };
-
-function walletBackend(wallet: TestWallet) {
-  return async (method: string, params: unknown[]): Promise<WalletAnswer> => {
-    wallet.methods.push(method);
-    switch (method) {
-      case "eth_requestAccounts":
-        wallet.connected = true;
-        return { result: [wallet.account.address.toLowerCase()] };
-      case "eth_accounts":
-        // As a wallet does: no account for a site until the creator connects it.
-        return { result: wallet.connected ? [wallet.account.address.toLowerCase()] : [] };
-      case "eth_chainId":
-        return { result: "0x1" };
-      case "personal_sign": {
-        const [data, address] = params as [`0x${string}`, string];
-        if (address.toLowerCase() !== wallet.account.address.toLowerCase()) {
-          return { error: { code: 4100, message: "Unknown account." } };
-        }
-        wallet.signed.push(hexToString(data));
-        return { result: await wallet.account.signMessage({ message: { raw: data } }) };
-      }
-      default:
-        return { error: { code: 4200, message: `Unsupported method ${method}.` } };
-    }
-  };
-}
-
-/** window.ethereum, answering through the test process (which holds the key). */
-const WALLET_SCRIPT = `(() => {
-  window.ethereum = {
-    async request({ method, params }) {
-      const answer = await window.__testWallet(method, params ?? []);
-      if ("error" in answer) {
-        const error = new Error(answer.error.message);
-        error.code = answer.error.code;
-        throw error;
-      }
-      return answer.result;
-    },
-    on() {},
-    removeListener() {},
-  };
-})();`;
-
 const CONTENT_TYPES: Record<string, string> = {
   html: "text/html; charset=utf-8",
   js: "text/javascript; charset=utf-8",
@@ -249,21 +172,14 @@ async function readBuild(dir: string, prefix = "/"): Promise<Map<string, Uint8Ar
   return files;
 }
 
-async function screenshot(page: Page, name: string): Promise<void> {
-  await Deno.mkdir(ARTIFACTS, { recursive: true });
-  await page.screenshot({ path: new URL(`${name}.png`, ARTIFACTS).pathname, fullPage: true });
-}
-
 Deno.test({
   name:
     "in Chromium, a creator connects an injected wallet, signs in through RainbowKit's Verify step and saves a key through supabase-js",
-  ignore: !hasChromium && !inCi,
+  ignore: skipWithoutChromium("tests/wallet_kits_test.ts: the browser test"),
   sanitizeResources: false,
   sanitizeOps: false,
   async fn(t) {
-    if (!hasChromium) {
-      throw new Error(`CI=true but ${CHROMIUM} is missing: apt-get install -y chromium`);
-    }
+    requireChromium();
     const dir = await consumer();
 
     // Two loopback origins: the API (the local app) and the page, as a deployed frontend has.
@@ -312,15 +228,17 @@ Deno.test({
     page = await readBuild(outDir);
     await Deno.remove(outDir, { recursive: true });
 
-    Deno.env.set("__IS_WSL_TEST__", "1"); // see tests/browser_test.ts: loadPlaywright
-    const { chromium } = await import("playwright-core");
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-    const wallet: TestWallet = { account: newWallet(), signed: [], methods: [], connected: false };
+    const browser = await launchChromium();
     const value = `sk-rainbowkit-${crypto.randomUUID()}`;
     try {
       const context = await browser.newContext();
-      await context.exposeFunction("__testWallet", walletBackend(wallet));
-      await context.addInitScript(WALLET_SCRIPT);
+      // window.ethereum alone, lower case, no account before the page asks: RainbowKit's
+      // "Browser Wallet" as a creator's extension presents it.
+      const wallet = await injectWallet(context, newWallet(), {
+        lowerCase: true,
+        connectFirst: true,
+        announce: false,
+      });
       // Loopback only: anything else (a WalletConnect relay, a public RPC) is refused and noted.
       const elsewhere: string[] = [];
       await context.route("**/*", (route) => {
@@ -329,9 +247,7 @@ Deno.test({
         elsewhere.push(url.origin);
         return route.abort();
       });
-      const tab = await context.newPage();
-      const pageErrors: string[] = [];
-      tab.on("pageerror", (error) => pageErrors.push(error.message));
+      const { page: tab, pageErrors } = await openPage(context);
 
       await t.step(
         "the creator connects the injected wallet and signs RainbowKit's message",

@@ -21,24 +21,13 @@ import { generateNonce } from "../functions/_shared/auth/siwe.ts";
 import { createLocalApp } from "../server/app.ts";
 import { bearer, newWallet, signIn, TEST_ORIGIN, type TestApp } from "./support/app.ts";
 import { base64url } from "./support/fuzz.ts";
+import { messageFor, type NonceAnswer } from "./support/siwe.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 
 /** The `iss` every session token carries (docs/api.md). */
 const ISSUER = "wallet-proof";
 
 type Fetch = (path: string, init?: RequestInit) => Promise<Response>;
-
-interface NonceAnswer {
-  nonce: string;
-  issuedAt: string;
-  expiresAt: string;
-  domain: string;
-  uri: string;
-  chainId: number;
-  version: string;
-  statement: string;
-  message?: string;
-}
 
 interface SessionAnswer {
   access_token: string;
@@ -89,26 +78,6 @@ const prove = (
   signature: string,
   headers?: Record<string, string>,
 ) => post(fetch, "/api/auth/wallet-proof", { message, signature }, headers);
-
-/** The EIP-4361 message a viem client builds from the nonce answer's fields. */
-function messageFor(
-  answer: NonceAnswer,
-  address: `0x${string}`,
-  overrides: Partial<Parameters<typeof createSiweMessage>[0]> = {},
-): string {
-  return createSiweMessage({
-    domain: answer.domain,
-    address,
-    statement: answer.statement,
-    uri: answer.uri,
-    version: "1",
-    chainId: answer.chainId,
-    nonce: answer.nonce,
-    issuedAt: new Date(answer.issuedAt),
-    expirationTime: new Date(answer.expiresAt),
-    ...overrides,
-  });
-}
 
 /** A fresh nonce and the message for `account`, signed: a proof ready to send. */
 async function freshProof(

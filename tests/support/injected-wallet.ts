@@ -1,43 +1,10 @@
 /**
- * Headless Chromium (Debian's /usr/bin/chromium, driven by playwright-core; no browser is ever
- * downloaded) with an EIP-1193 wallet injected into a context's pages: `window.ethereum` plus an
- * EIP-6963 announcement, answering from this Deno process with a real private key.
+ * An EIP-1193 wallet injected into a browser context's pages: `window.ethereum`, and an EIP-6963
+ * announcement unless told otherwise, answering from this Deno process with a real private key.
  */
 import type { BrowserContext } from "playwright-core";
 import { hexToString, toHex } from "viem";
 import type { PrivateKeyAccount } from "viem/accounts";
-
-export const CHROMIUM = "/usr/bin/chromium";
-export const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--no-first-run",
-  "--disable-sync",
-  "--disable-quic",
-  "--disable-dev-shm-usage",
-];
-
-/** Whether Chromium is here; a test skips without it, except under CI=true, where it fails. */
-export const hasChromium = (() => {
-  try {
-    return Deno.statSync(CHROMIUM).isFile;
-  } catch {
-    return false;
-  }
-})();
-export const inCi = Deno.env.get("CI") === "true";
-
-/**
- * playwright-core probes /proc/sys/fs/binfmt_misc/WSLInterop when its module loads, which Deno
- * allows only under --allow-all; this variable defers that probe (it matters on Windows hosts only).
- */
-export async function loadPlaywright(): Promise<typeof import("playwright-core")> {
-  Deno.env.set("__IS_WSL_TEST__", "1");
-  return await import("playwright-core");
-}
 
 export interface InjectedWallet {
   readonly account: PrivateKeyAccount;
@@ -47,25 +14,45 @@ export interface InjectedWallet {
 
 type WalletAnswer = { result: unknown } | { error: { code: number; message: string } };
 
+export interface WalletOptions {
+  readonly chainId?: number;
+  /** Answer personal_sign with EIP-1193 error 4001, as a user pressing "Reject" does. */
+  readonly rejectSignatures?: boolean;
+  /** Accounts in lower case, as MetaMask returns them: the code under test must checksum them. */
+  readonly lowerCase?: boolean;
+  /** No account from eth_accounts until eth_requestAccounts, as before a site is connected. */
+  readonly connectFirst?: boolean;
+  /** Announce through EIP-6963 as well as set `window.ethereum`. */
+  readonly announce?: boolean;
+}
+
 /** Installs the wallet in every page `context` opens from now on. */
 export async function injectWallet(
   context: BrowserContext,
   account: PrivateKeyAccount,
-  chainId = 1,
+  options: WalletOptions = {},
 ): Promise<InjectedWallet> {
+  const { chainId = 1, rejectSignatures = false, lowerCase = false } = options;
   const wallet: InjectedWallet = { account, signed: [] };
+  const address = lowerCase ? account.address.toLowerCase() : account.address;
+  let connected = !options.connectFirst;
   await context.exposeFunction(
     "__injectedWallet",
     async (method: string, params: unknown[]): Promise<WalletAnswer> => {
       switch (method) {
         case "eth_requestAccounts":
+          connected = true;
+          return { result: [address] };
         case "eth_accounts":
-          return { result: [account.address] };
+          return { result: connected ? [address] : [] };
         case "eth_chainId":
           return { result: toHex(chainId) };
         case "personal_sign": {
-          const [data, address] = params as [`0x${string}`, string];
-          if (address.toLowerCase() !== account.address.toLowerCase()) {
+          if (rejectSignatures) {
+            return { error: { code: 4001, message: "User rejected the request." } };
+          }
+          const [data, signer] = params as [`0x${string}`, string];
+          if (signer.toLowerCase() !== account.address.toLowerCase()) {
             return { error: { code: 4100, message: "Unknown account." } };
           }
           wallet.signed.push(hexToString(data));
@@ -76,11 +63,12 @@ export async function injectWallet(
       }
     },
   );
-  await context.addInitScript(WALLET_SCRIPT);
+  await context.addInitScript(walletScript(options.announce ?? true));
   return wallet;
 }
 
-const WALLET_SCRIPT = `(() => {
+const walletScript = (announce: boolean) =>
+  `(() => {
   const listeners = new Map();
   const provider = {
     async request({ method, params }) {
@@ -108,7 +96,9 @@ const WALLET_SCRIPT = `(() => {
   const announce = () => window.dispatchEvent(
     new CustomEvent("eip6963:announceProvider", { detail: Object.freeze({ info, provider }) }),
   );
-  window.addEventListener("eip6963:requestProvider", announce);
   window.ethereum = provider;
-  announce();
+  if (${announce}) {
+    window.addEventListener("eip6963:requestProvider", announce);
+    announce();
+  }
 })();`;
