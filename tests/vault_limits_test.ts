@@ -140,6 +140,21 @@ describeWithDatabase("vault limits per creator", {
       assert.equal(await status(putSecret(app, second.accessToken, "provider_b_key", "sk-x")), 200);
     }
   },
+
+  async "writes that spend a creator's budget cannot keep the owner from locking"(app) {
+    await awayFromWindowEdge();
+    const alice = await signIn(app);
+    // A stolen session spends the write budget...
+    const thief = await signIn(app, alice.account);
+    for (const type of ["provider_a_api_key", "provider_b_key", "provider_c_key"]) {
+      assert.equal(await status(putSecret(app, thief.accessToken, type, "sk-thief")), 200);
+    }
+    await assertLimited(putSecret(app, thief.accessToken, "provider_d_key", "sk-thief"));
+    // ...and the owner still locks live-run access.
+    const locked = await send(app, "POST", "/api/secrets/lock", alice.accessToken, {});
+    assert.equal(locked.status, 200, await locked.clone().text());
+    assert.equal((await locked.json()).locked, true);
+  },
 }, {
   RATE_LIMIT_VAULT_WRITES_PER_MINUTE: "3",
   RATE_LIMIT_REVEALS_PER_MINUTE: "2",

@@ -46,6 +46,9 @@ function encodeCursor(id: string): string {
 }
 
 /** The event id a cursor names; invalid_request for anything this service did not hand out. */
+// Event ids are bigint: a larger number would fail in the database instead of being refused here.
+const MAX_EVENT_ID = 9223372036854775807n;
+
 export function decodeCursor(cursor: string): string {
   let text = "";
   try {
@@ -54,7 +57,7 @@ export function decodeCursor(cursor: string): string {
     // not hex: refused below
   }
   const id = text.startsWith(CURSOR_PREFIX) ? text.slice(CURSOR_PREFIX.length) : "";
-  if (!/^[1-9][0-9]{0,18}$/.test(id)) {
+  if (!/^[1-9][0-9]{0,18}$/.test(id) || BigInt(id) > MAX_EVENT_ID) {
     throw new ServiceError("invalid_request", "cursor: is not a cursor this service gave out.");
   }
   return id;

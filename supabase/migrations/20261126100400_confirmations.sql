@@ -185,9 +185,10 @@ create function public.delete_account(
      where n.used_by = delete_account.user_id
         or n.session_id in (select s.id from public.auth_sessions s
                              where s.user_id = delete_account.user_id);
+    -- Only the creator's own windows: those naming the wallet are shared with every client that
+    -- names it, and clearing them would let sign-in, delete, sign-in reset the wallet's caps.
     delete from public.rate_limit_windows w
-     where strpos(w.bucket, delete_account.user_id::text) > 0
-        or strpos(w.bucket, delete_account.wallet_address) > 0;
+     where strpos(w.bucket, delete_account.user_id::text) > 0;
     delete from public.wallet_users u where u.id = delete_account.user_id;
     return query select 'deleted'::text, null::integer;
   end

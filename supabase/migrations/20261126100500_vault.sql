@@ -236,7 +236,8 @@ create function public.reveal_user_secrets(
   $$;
 
 -- Locks live-run access with the session alone (a stolen session can lock, never unlock). Counted
--- as a vault write. Outcomes: 'locked' with when (the first lock's time when already locked),
+-- in a budget of its own, so writes from a stolen session cannot keep the owner from locking
+-- (the limit is the vault writes' number). Outcomes: 'locked' with when (the first lock's time when already locked),
 -- 'session_revoked', 'rate_limited'. A lock that changes something is a 'lock' event.
 create function public.lock_reveals(
   session_id uuid, user_id uuid, write_limit integer, window_seconds integer
@@ -253,7 +254,7 @@ create function public.lock_reveals(
       return;
     end if;
     select * into attempt from public.hit_rate_limit(
-      'vault:write:' || lock_reveals.user_id, lock_reveals.window_seconds);
+      'vault:lock:' || lock_reveals.user_id, lock_reveals.window_seconds);
     if attempt.hits > lock_reveals.write_limit then
       return query select 'rate_limited'::text, null::timestamptz, greatest(1, attempt.retry_after);
       return;
