@@ -3,7 +3,7 @@
  * creator's session. Only the service's own server holds it, and a page on another origin cannot
  * even send the header (CORS never allows it); a page never holds the token to send.
  */
-import { createHash } from "node:crypto";
+import { sha256 } from "@noble/hashes/sha2";
 import type { AppConfig } from "../_shared/config/app-config.ts";
 import type { Database } from "../_shared/db/db.ts";
 import { clientIp, rateLimited } from "../_shared/auth/rate-limit.ts";
@@ -18,7 +18,7 @@ import { refuseReveal, type RevealRefusal } from "./vault-store.ts";
 
 // Synchronous: WebCrypto's digest is asynchronous, which costs more than hashing a token of a few
 // dozen bytes.
-const digest = (value: string): Uint8Array => createHash("sha256").update(value, "utf8").digest();
+const digest = (value: string): Uint8Array => sha256(new TextEncoder().encode(value));
 
 /** What a request's reveal token is: the configured one, none at all, or another. */
 type PresentedToken = "right" | "missing" | "wrong";
