@@ -157,7 +157,7 @@ create function public.sign_out_sessions(
 
 -- Deletes the account with a fresh signature (purpose 'delete_account'): the wallet mapping, and
 -- with it (by cascade) the creator's sessions, refresh tokens and stored secrets (each deletion a
--- 'delete' event, as any); the rate-limit windows that name the creator or its wallet. Kept,
+-- 'delete' event, as any); the rate-limit windows that name the creator (not its wallet's). Kept,
 -- unlinked: nonce-use records (used_by by its foreign key, the address and session here) and the
 -- audit trail (its events keep the former id, which nothing maps to a wallet any more). A later
 -- sign-in with the same wallet is a new creator. Outcomes: 'deleted', or spend_confirmation's
