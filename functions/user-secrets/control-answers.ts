@@ -4,7 +4,8 @@
  * answers.ts's are.
  */
 import { z } from "zod";
-import { apiSchemas, described } from "../_shared/http/api-schemas.ts";
+import { answerSchema } from "../_shared/http/answer-schema.ts";
+import { described } from "../_shared/http/api-schemas.ts";
 import { secretTypeSchema } from "../_shared/vault/secret-type-schema.ts";
 import { maskedSecret } from "./answers.ts";
 
@@ -29,23 +30,24 @@ export type Actor = typeof ACTORS[number];
 /** Why a reveal was refused: its server token (missing or wrong), or the creator's lock. */
 export const REFUSAL_REASONS = ["reveal_token", "vault_locked"] as const;
 
-export const activityEvent = z.strictObject({
-  kind: described(z.enum(ACTIVITY_KINDS), "What happened."),
-  secretTypes: described(
-    z.array(secretTypeSchema).readonly(),
-    "The types it touched, in the order every list uses; empty for a lock, an unlock, and a " +
-      "reveal refused for its server token (its body is never read).",
-  ),
-  at: described(z.iso.datetime(), "When (UTC)."),
-  actor: described(z.enum(ACTORS), "Who acted."),
-  reason: described(
-    z.enum(REFUSAL_REASONS),
-    "Only for `reveal_refused`: `reveal_token` or `vault_locked`.",
-  ).optional(),
-}).register(apiSchemas, {
-  id: "ActivityEvent",
-  description: "One event of the creator's audit trail; never a value or a token.",
-});
+export const activityEvent = answerSchema(
+  "ActivityEvent",
+  "One event of the creator's audit trail; never a value or a token.",
+  {
+    kind: described(z.enum(ACTIVITY_KINDS), "What happened."),
+    secretTypes: described(
+      z.array(secretTypeSchema).readonly(),
+      "The types it touched, in the order every list uses; empty for a lock, an unlock, and a " +
+        "reveal refused for its server token (its body is never read).",
+    ),
+    at: described(z.iso.datetime(), "When (UTC)."),
+    actor: described(z.enum(ACTORS), "Who acted."),
+    reason: described(
+      z.enum(REFUSAL_REASONS),
+      "Only for `reveal_refused`: `reveal_token` or `vault_locked`.",
+    ).optional(),
+  },
+);
 export type ActivityEvent = z.infer<typeof activityEvent>;
 
 const nextCursor = described(
@@ -54,40 +56,41 @@ const nextCursor = described(
 );
 
 /** GET /activity. */
-export const activityPage = z.strictObject({
+export const activityPage = answerSchema("ActivityPage", "A page of the creator's activity.", {
   events: described(z.array(activityEvent).readonly(), "Newest first."),
   nextCursor,
-}).register(apiSchemas, { id: "ActivityPage", description: "A page of the creator's activity." });
+});
 export type ActivityPage = z.infer<typeof activityPage>;
 
 /** GET and POST /lock. */
-export const lockState = z.strictObject({
+export const lockState = answerSchema("LockState", "Whether live-run access is locked.", {
   locked: described(z.boolean(), "Live runs' reveals of this creator's keys are refused."),
   lockedAt: described(z.iso.datetime().nullable(), "Since when; null when not locked."),
-}).register(apiSchemas, { id: "LockState", description: "Whether live-run access is locked." });
+});
 export type LockState = z.infer<typeof lockState>;
 
 /** GET /export. */
-export const accountExport = z.strictObject({
-  exportedAt: z.iso.datetime(),
-  creator: z.strictObject({
-    id: z.uuid(),
-    walletAddress: described(z.string(), "EIP-55 checksummed."),
-    chainId: described(
-      z.number().int().positive().nullable(),
-      "A contract wallet's chain; null for a key (the same creator on every chain).",
+export const accountExport = answerSchema(
+  "AccountExport",
+  "The creator's masked metadata and activity; never a value or a token.",
+  {
+    exportedAt: z.iso.datetime(),
+    creator: z.strictObject({
+      id: z.uuid(),
+      walletAddress: described(z.string(), "EIP-55 checksummed."),
+      chainId: described(
+        z.number().int().positive().nullable(),
+        "A contract wallet's chain; null for a key (the same creator on every chain).",
+      ),
+      createdAt: described(z.iso.datetime(), "The first sign-in."),
+    }),
+    liveRunAccess: lockState,
+    secrets: described(z.array(maskedSecret).readonly(), "Masked: never a value."),
+    activity: described(
+      z.array(activityEvent).readonly(),
+      "Newest first, up to 10,000 events; the rest through GET /activity from `activityNextCursor`.",
     ),
-    createdAt: described(z.iso.datetime(), "The first sign-in."),
-  }),
-  liveRunAccess: lockState,
-  secrets: described(z.array(maskedSecret).readonly(), "Masked: never a value."),
-  activity: described(
-    z.array(activityEvent).readonly(),
-    "Newest first, up to 10,000 events; the rest through GET /activity from `activityNextCursor`.",
-  ),
-  activityNextCursor: nextCursor,
-}).register(apiSchemas, {
-  id: "AccountExport",
-  description: "The creator's masked metadata and activity; never a value or a token.",
-});
+    activityNextCursor: nextCursor,
+  },
+);
 export type AccountExport = z.infer<typeof accountExport>;

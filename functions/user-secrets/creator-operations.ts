@@ -3,14 +3,27 @@
  * (functions/api/openapi.ts) shows them, as operations.ts does for the vault: the activity, the
  * live-run lock, the export.
  */
-import { body, ok, type Operation, SESSION } from "../_shared/http/api-operations.ts";
+import { body, type Method, ok, type Operation, SESSION } from "../_shared/http/api-operations.ts";
 import { apiSchemas } from "../_shared/http/api-schemas.ts";
 import { activityQuery } from "./activity.ts";
 import { accountExport, activityPage, lockState } from "./control-answers.ts";
 import { lockRequest } from "./lock.ts";
 
-const FUNCTION = "user-secrets";
-const TAG = "Creator controls";
+/** A route of user-secrets', listed under the creator's controls; each needs a session. */
+function controlRoute(
+  method: Method,
+  path: string,
+  operation: Omit<Operation, "function" | "path" | "method" | "tag" | "auth">,
+): Operation {
+  return {
+    function: "user-secrets",
+    path,
+    method,
+    tag: "Creator controls",
+    auth: "session",
+    ...operation,
+  };
+}
 
 apiSchemas.add(activityQuery.shape.limit, {
   description: "Events per page, 1 to 200; 50 when left out.",
@@ -37,60 +50,40 @@ const EXAMPLE_EVENTS = [
 ] as const;
 
 export const CREATOR_USER_SECRETS_OPERATIONS: readonly Operation[] = [
-  {
-    function: FUNCTION,
-    path: "/activity",
-    method: "get",
+  controlRoute("get", "/activity", {
     operationId: "listActivity",
-    tag: TAG,
     summary: "The creator's activity, newest first, a page at a time",
     description: "Saves, replacements, deletions, reveals (failed and refused ones too), the " +
       "operator's key rotations, locks and unlocks: each with its types, when and who acted. " +
       "Never a value or a token. Read under row-level security.",
-    auth: "session",
     query: activityQuery,
     answer: ok(activityPage, { events: EXAMPLE_EVENTS, nextCursor: EXAMPLE_CURSOR }),
     errors: [...SESSION, "database_unavailable"],
-  },
-  {
-    function: FUNCTION,
-    path: "/lock",
-    method: "get",
+  }),
+  controlRoute("get", "/lock", {
     operationId: "getLiveRunLock",
-    tag: TAG,
     summary: "Whether live-run access is locked",
     description: "While locked, every reveal of the creator's keys is 423 vault_locked.",
-    auth: "session",
     answer: ok(lockState, { locked: false, lockedAt: null }),
     errors: [...SESSION, "database_unavailable"],
-  },
-  {
-    function: FUNCTION,
-    path: "/lock",
-    method: "post",
+  }),
+  controlRoute("post", "/lock", {
     operationId: "lockLiveRuns",
-    tag: TAG,
     summary: "Live-run access locked, with the session alone",
     description: "From now on every reveal of the creator's keys is refused (423 vault_locked) " +
       "and recorded as a refused reveal; listing, saving and deleting go on. Locking again keeps " +
       "the first lock's time. Unlocking needs a fresh signature (POST /api/secrets/unlock). A " +
       "lock cannot recall a value already revealed: rotate the key at its provider.",
-    auth: "session",
     body: body(lockRequest, {}, { optional: true }),
     answer: ok(lockState, { locked: true, lockedAt: "2026-11-22T12:00:00.000Z" }),
     errors: [...SESSION, "rate_limited", "database_unavailable"],
-  },
-  {
-    function: FUNCTION,
-    path: "/export",
-    method: "get",
+  }),
+  controlRoute("get", "/export", {
     operationId: "exportAccount",
-    tag: TAG,
     summary: "The creator's masked metadata and activity, to keep before leaving",
     description: "The account, the lock, the masked secrets (never a value) and the newest " +
       "10,000 events of the activity (the rest through GET /api/secrets/activity from " +
       "`activityNextCursor`). The service keeps no run history of its own.",
-    auth: "session",
     answer: ok(accountExport, {
       exportedAt: "2026-11-22T12:00:00.000Z",
       creator: {
@@ -110,5 +103,5 @@ export const CREATOR_USER_SECRETS_OPERATIONS: readonly Operation[] = [
       activityNextCursor: null,
     }),
     errors: [...SESSION, "rate_limited", "database_unavailable"],
-  },
+  }),
 ];

@@ -4,7 +4,8 @@
  * for the OpenAPI description as answers.ts's are.
  */
 import { z } from "zod";
-import { apiSchemas, described } from "../_shared/http/api-schemas.ts";
+import { answerSchema } from "../_shared/http/answer-schema.ts";
+import { described } from "../_shared/http/api-schemas.ts";
 import { messageFields } from "./answers.ts";
 import { CONFIRM_PURPOSES } from "./fresh-signature.ts";
 
@@ -15,31 +16,29 @@ const purpose = described(
 );
 
 /** POST /confirm/nonce. */
-export const confirmNonceAnswer = z.strictObject({
-  purpose,
-  nonce: described(
-    z.string().regex(/^[A-Za-z0-9]{32}$/),
-    "One-time, valid until `expiresAt`, for this purpose and this session only.",
-  ),
-  ...messageFields,
-  chainId: described(
-    z.number().int().positive(),
-    "A contract wallet's own chain; for a key, the chain asked for, else the first allowed, " +
-      "else 1.",
-  ),
-  version: z.literal("1"),
-  statement: described(z.string(), "What the signature authorizes, fixed per purpose."),
-  message: described(
-    z.string(),
-    "The whole EIP-4361 message for the signed-in wallet, ready to sign.",
-  ),
-}).register(apiSchemas, {
-  id: "ConfirmNonceAnswer",
-  description: "A nonce for one sensitive act and the message that authorizes it.",
-});
+export const confirmNonceAnswer = answerSchema(
+  "ConfirmNonceAnswer",
+  "A nonce for one sensitive act and the message that authorizes it.",
+  {
+    purpose,
+    nonce: described(
+      z.string().regex(/^[A-Za-z0-9]{32}$/),
+      "One-time, valid until `expiresAt`, for this purpose and this session only.",
+    ),
+    ...messageFields({
+      chainId: "A contract wallet's own chain; for a key, the chain asked for, else the first " +
+        "allowed, else 1.",
+      statement: "What the signature authorizes, fixed per purpose.",
+    }),
+    message: described(
+      z.string(),
+      "The whole EIP-4361 message for the signed-in wallet, ready to sign.",
+    ),
+  },
+);
 export type ConfirmNonceAnswer = z.infer<typeof confirmNonceAnswer>;
 
-export const creatorSession = z.strictObject({
+export const creatorSession = answerSchema("CreatorSession", "One live session.", {
   id: described(z.uuid(), "The session, as POST /sessions/sign-out names it."),
   current: described(z.boolean(), "The session this request was made with."),
   signedInAt: described(z.iso.datetime(), "When the session began."),
@@ -53,37 +52,36 @@ export const creatorSession = z.strictObject({
     "How the client described itself at sign-in (its User-Agent, printable ASCII, cut to 160 " +
       "characters); null if it said nothing.",
   ),
-}).register(apiSchemas, { id: "CreatorSession", description: "One live session." });
+});
 
 /** GET /sessions. */
-export const sessionsAnswer = z.strictObject({
+export const sessionsAnswer = answerSchema("SessionsAnswer", "The creator's live sessions.", {
   sessions: described(
     z.array(creatorSession).readonly(),
     "The creator's live sessions, newest first.",
   ),
-}).register(apiSchemas, { id: "SessionsAnswer", description: "The creator's live sessions." });
+});
 export type SessionsAnswer = z.infer<typeof sessionsAnswer>;
 
 /** POST /sessions/sign-out. */
-export const signOutAnswer = z.strictObject({
+export const signOutAnswer = answerSchema("SignOutAnswer", "The named sessions have ended.", {
   signedOut: described(
     z.number().int().min(0),
     "How many of the named sessions were live and are now ended.",
   ),
-}).register(apiSchemas, { id: "SignOutAnswer", description: "The named sessions have ended." });
+});
 export type SignOutAnswer = z.infer<typeof signOutAnswer>;
 
 /** POST /unlock. */
-export const unlockAnswer = z.strictObject({
+export const unlockAnswer = answerSchema("UnlockAnswer", "Live runs may reveal again.", {
   locked: z.literal(false),
-}).register(apiSchemas, { id: "UnlockAnswer", description: "Live runs may reveal again." });
+});
 export type UnlockAnswer = z.infer<typeof unlockAnswer>;
 
 /** DELETE /account. */
-export const accountDeletedAnswer = z.strictObject({
-  deleted: z.literal(true),
-}).register(apiSchemas, {
-  id: "AccountDeleted",
-  description: "The account is gone; a later sign-in with the wallet is a new creator.",
-});
+export const accountDeletedAnswer = answerSchema(
+  "AccountDeleted",
+  "The account is gone; a later sign-in with the wallet is a new creator.",
+  { deleted: z.literal(true) },
+);
 export type AccountDeletedAnswer = z.infer<typeof accountDeletedAnswer>;

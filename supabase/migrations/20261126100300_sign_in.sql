@@ -75,60 +75,49 @@ create function public.issue_nonce(
 -- (address_client_limit) under a cap for the wallet on that chain, every client together
 -- (address_limit), and a nonce is put to the chain at most nonce_check_limit times
 -- ('nonce_exhausted'). The wallet's buckets name its chain: the same address elsewhere is another
--- wallet. A null limit is no such limit. 'ok', a nonce refusal, or 'rate_limited'.
+-- wallet. 'ok', a nonce refusal, or 'rate_limited'.
 create function public.admit_contract_check(
   nonce text, wallet_address text, message_chain_id bigint, client_ip text, ip_limit integer,
-  address_limit integer, window_seconds integer, address_client_limit integer default null,
-  nonce_check_limit integer default null
+  address_limit integer, window_seconds integer, address_client_limit integer,
+  nonce_check_limit integer
 )
   returns table (outcome text, retry_after integer)
   language plpgsql set search_path = public, pg_temp
   as $$
   declare
     refusal text;
+    budget record;
     attempt record;
     wallet text := admit_contract_check.message_chain_id || ':' || admit_contract_check.wallet_address;
   begin
-    refusal := public.nonce_refusal(nonce, wallet_address, message_chain_id);
-    if refusal is null and nonce_check_limit is not null then
-      perform 1 from public.auth_nonces n
-        where n.nonce = admit_contract_check.nonce and n.contract_checks >= nonce_check_limit;
-      if found then
-        refusal := 'nonce_exhausted';
-      end if;
-    end if;
+    refusal := coalesce(public.nonce_refusal(nonce, wallet_address, message_chain_id),
+      (select 'nonce_exhausted' from public.auth_nonces n
+        where n.nonce = admit_contract_check.nonce and n.contract_checks >= nonce_check_limit));
     if refusal is not null then
       return query select refusal, null::integer;
       return;
     end if;
     -- The client's budgets first, the narrowest last: a client over its own spends none of the
     -- wallet's, so its refused attempts never reach the budget every client shares.
-    select * into attempt from public.hit_rate_limit('rpc:ip:' || client_ip, window_seconds);
-    if attempt.hits > ip_limit then
-      return query select 'rate_limited', greatest(1, attempt.retry_after);
-      return;
-    end if;
-    if address_client_limit is not null then
-      select * into attempt
-        from public.hit_rate_limit('rpc:address-ip:' || wallet || ':' || client_ip, window_seconds);
-      if attempt.hits > address_client_limit then
+    for budget in
+      select b.bucket, b.hit_limit
+        from (values (1, 'rpc:ip:' || client_ip, ip_limit),
+                     (2, 'rpc:address-ip:' || wallet || ':' || client_ip, address_client_limit),
+                     (3, 'rpc:address:' || wallet, address_limit)) as b(step, bucket, hit_limit)
+       order by b.step
+    loop
+      select * into attempt from public.hit_rate_limit(budget.bucket, window_seconds);
+      if attempt.hits > budget.hit_limit then
         return query select 'rate_limited', greatest(1, attempt.retry_after);
         return;
       end if;
-    end if;
-    select * into attempt from public.hit_rate_limit('rpc:address:' || wallet, window_seconds);
-    if attempt.hits > address_limit then
-      return query select 'rate_limited', greatest(1, attempt.retry_after);
-      return;
-    end if;
+    end loop;
     -- Counted last, and only if still under the cap: concurrent checks cannot pass it together.
-    if nonce_check_limit is not null then
-      update public.auth_nonces n set contract_checks = n.contract_checks + 1
-        where n.nonce = admit_contract_check.nonce and n.contract_checks < nonce_check_limit;
-      if not found then
-        return query select 'nonce_exhausted', null::integer;
-        return;
-      end if;
+    update public.auth_nonces n set contract_checks = n.contract_checks + 1
+      where n.nonce = admit_contract_check.nonce and n.contract_checks < nonce_check_limit;
+    if not found then
+      return query select 'nonce_exhausted', null::integer;
+      return;
     end if;
     return query select 'ok', null::integer;
   end

@@ -138,11 +138,8 @@ create function public.sign_out_sessions(
       return query select 'session_not_found'::text, null::integer, null::integer;
       return;
     end if;
-    select * into spent from public.spend_confirmation(sign_out_sessions.session_id,
-      sign_out_sessions.user_id, 'sign_out_sessions', sign_out_sessions.nonce,
-      sign_out_sessions.wallet_address, sign_out_sessions.message_chain_id,
-      sign_out_sessions.identity_chain_id, sign_out_sessions.creator_limit,
-      sign_out_sessions.window_seconds);
+    select * into spent from public.spend_confirmation(session_id, user_id, 'sign_out_sessions',
+      nonce, wallet_address, message_chain_id, identity_chain_id, creator_limit, window_seconds);
     if spent.refusal is not null then
       return query select spent.refusal, null::integer, spent.retry_after;
       return;
@@ -172,11 +169,8 @@ create function public.delete_account(
   declare
     spent record;
   begin
-    select * into spent from public.spend_confirmation(delete_account.session_id,
-      delete_account.user_id, 'delete_account', delete_account.nonce,
-      delete_account.wallet_address, delete_account.message_chain_id,
-      delete_account.identity_chain_id, delete_account.creator_limit,
-      delete_account.window_seconds);
+    select * into spent from public.spend_confirmation(session_id, user_id, 'delete_account',
+      nonce, wallet_address, message_chain_id, identity_chain_id, creator_limit, window_seconds);
     if spent.refusal is not null then
       return query select spent.refusal, spent.retry_after;
       return;

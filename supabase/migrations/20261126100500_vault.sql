@@ -286,10 +286,8 @@ create function public.unlock_reveals(
   declare
     spent record;
   begin
-    select * into spent from public.spend_confirmation(unlock_reveals.session_id,
-      unlock_reveals.user_id, 'unlock', unlock_reveals.nonce, unlock_reveals.wallet_address,
-      unlock_reveals.message_chain_id, unlock_reveals.identity_chain_id,
-      unlock_reveals.creator_limit, unlock_reveals.window_seconds);
+    select * into spent from public.spend_confirmation(session_id, user_id, 'unlock',
+      nonce, wallet_address, message_chain_id, identity_chain_id, creator_limit, window_seconds);
     if spent.refusal is not null then
       return query select spent.refusal, spent.retry_after;
       return;
