@@ -3,7 +3,7 @@
  * as a fresh process with --allow-net --allow-env only, from spawn to its first good answer,
  * beside the same runtime answering a hello with nothing imported.
  */
-import type { OlderDeno } from "../tests/support/older-deno.ts";
+import { lockedTo, type OlderDeno } from "../tests/support/older-deno.ts";
 import { freePort } from "../tests/support/ports.ts";
 import { median, ROOT } from "./support.ts";
 
@@ -27,7 +27,7 @@ async function firstAnswer(
   const port = freePort();
   const started = performance.now();
   const child = new Deno.Command(runtime.deno, {
-    args: ["run", "--allow-net", "--allow-env", "--no-prompt", "--no-lock", script],
+    args: ["run", "--allow-net", "--allow-env", "--no-prompt", ...lockedTo(runtime), script],
     cwd: ROOT.pathname,
     clearEnv: true,
     env: {

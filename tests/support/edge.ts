@@ -10,7 +10,7 @@
  */
 import { FUNCTION_NAMES } from "./function-names.ts";
 import { contractViolation } from "./contract.ts";
-import type { OlderDeno } from "./older-deno.ts";
+import { lockedTo, type OlderDeno } from "./older-deno.ts";
 import { freePort, waitForPort } from "./ports.ts";
 
 export type FunctionName = typeof FUNCTION_NAMES[number];
@@ -79,7 +79,7 @@ export async function startEdgeShape(options: EdgeOptions): Promise<EdgeShape> {
           "--no-prompt",
           ...(options.preload ? ["--preload", options.preload.pathname] : []),
           // An older Deno reads neither this Deno's lockfile nor DENO_SERVE_ADDRESS.
-          ...(runtime ? ["--no-lock", SERVE_ON_PORT] : [`functions/${name}/index.ts`]),
+          ...(runtime ? [...lockedTo(runtime), SERVE_ON_PORT] : [`functions/${name}/index.ts`]),
         ],
         cwd: ROOT.pathname,
         clearEnv: true,

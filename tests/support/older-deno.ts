@@ -1,7 +1,8 @@
 /**
  * An older Deno to run the deployed functions with: a 2.1 release (V8 13.0), the line Supabase's
  * Edge Runtime followed in 2025, from npm into .cache/ (.ci/run installs it: OLDER_DENO_INSTALL).
- * It gets its own DENO_DIR, since its cache and lockfile formats are older than this Deno's.
+ * It gets its own DENO_DIR and lockfile, since its cache and lockfile formats are older than this
+ * Deno's.
  */
 import { FUNCTION_NAMES } from "./function-names.ts";
 
@@ -18,7 +19,16 @@ export interface OlderDeno {
   /** The native executable. */
   readonly deno: string;
   readonly denoDir: string;
+  /**
+   * Its lockfile, written when it cached the functions. A deployed function is a bundle whose npm
+   * packages were resolved when it was deployed; without a lockfile, every start would resolve
+   * them again from the registry's metadata.
+   */
+  readonly lockfile: string;
 }
+
+/** How the functions run on `runtime`: from the versions its lockfile holds, never others. */
+export const lockedTo = (runtime: OlderDeno) => [`--lock=${runtime.lockfile}`, "--frozen"];
 
 /** Runs `command`; one that cannot even be started (not installed) is a failure, not a throw. */
 async function run(command: string, args: string[], env: Record<string, string>) {
@@ -48,6 +58,7 @@ async function run(command: string, args: string[], env: Record<string, string>)
 export async function findOlderDeno(): Promise<{ found: OlderDeno } | { missing: string }> {
   const launcher = new URL(`${PREFIX}/node_modules/.bin/deno`, ROOT).pathname;
   const denoDir = new URL(`${PREFIX}/deno-dir`, ROOT).pathname;
+  const lockfile = new URL(`${PREFIX}/deno.lock`, ROOT).pathname;
   // The npm registry's certificate authority, when this machine uses its own: for the downloads
   // below only (the functions then load everything from the cache).
   const cert = Deno.env.get("DENO_CERT") ?? Deno.env.get("SSL_CERT_FILE");
@@ -61,7 +72,7 @@ export async function findOlderDeno(): Promise<{ found: OlderDeno } | { missing:
   if (!located.success || version !== OLDER_DENO_VERSION) {
     return { missing: `Deno ${OLDER_DENO_VERSION} is not installed (${OLDER_DENO_INSTALL})` };
   }
-  const cached = await run(deno, ["cache", "--no-lock", ...FUNCTION_ENTRIES], {
+  const cached = await run(deno, ["cache", `--lock=${lockfile}`, ...FUNCTION_ENTRIES], {
     ...env,
     DENO_DIR: denoDir,
   });
@@ -69,5 +80,5 @@ export async function findOlderDeno(): Promise<{ found: OlderDeno } | { missing:
   if (!cached.success) {
     throw new Error(`Deno ${version} could not cache the functions:\n${cached.stderr}`);
   }
-  return { found: { deno, denoDir } };
+  return { found: { deno, denoDir, lockfile } };
 }
