@@ -4,8 +4,10 @@
  * PostgreSQL, and what PostgreSQL writes is read as it meant.
  */
 import assert from "node:assert/strict";
-import { fromArrayLiteral, toArrayLiteral } from "../functions/_shared/db/array-types.ts";
+import { ARRAY_TYPES } from "../functions/_shared/db/array-types.ts";
 import { openDatabase } from "../server/database.ts";
+
+const { serialize: toArrayLiteral, parse: fromArrayLiteral } = ARRAY_TYPES.textArray;
 
 const AWKWARD = [
   "provider_a_key",

@@ -5,14 +5,14 @@
  */
 
 /** A Postgres array literal with every element quoted, so that commas, braces and spaces are safe. */
-export function toArrayLiteral(values: readonly (string | null)[]): string {
+function toArrayLiteral(values: readonly (string | null)[]): string {
   const element = (value: string | null) =>
     value === null ? "NULL" : `"${value.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`;
   return `{${values.map(element).join(",")}}`;
 }
 
 /** A one-dimensional array as Postgres writes it: an element is quoted when it needs to be. */
-export function fromArrayLiteral(text: string): (string | null)[] {
+function fromArrayLiteral(text: string): (string | null)[] {
   if (!text.startsWith("{") || !text.endsWith("}")) {
     throw new TypeError("not a one-dimensional array literal");
   }
