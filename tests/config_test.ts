@@ -9,6 +9,8 @@ import {
   parseConfig,
   parseStorageConfig,
 } from "../functions/_shared/config/config.ts";
+import type { AppConfig } from "../functions/_shared/config/app-config.ts";
+import { ENV_VARS, readEnvVars } from "../functions/_shared/config/env-schema.ts";
 import { preparesStatements } from "../functions/_shared/config/parse.ts";
 import { DEV_ENCRYPTION_KEY_MARK, DEV_SECRET_PREFIX } from "../functions/_shared/config/keyring.ts";
 import { generateDevKeys, loadOrCreateDevKeys, withDevKeys } from "../server/dev-keys.ts";
@@ -356,7 +358,7 @@ Deno.test("an operator command needs the database and the keyring, not the servi
     assert.ok(error instanceof ConfigError);
     assert.deepEqual(error.problems, [
       "APP_ENV=production requires DATABASE_URL (or SUPABASE_DB_URL), ENCRYPTION_KEYS (or ENCRYPTION_KEY)",
-      "PORT: Invalid input: expected number, received NaN",
+      "PORT: must be an integer from 0 to 65535",
     ]);
     return true;
   });
@@ -501,5 +503,186 @@ Deno.test("a wallet's RPC cap below ten clients' shares is refused in every mode
       [rateLimits.rpcPerAddressPerMinute, rateLimits.rpcPerAddressPerClientPerMinute],
       [perAddress, perClient],
     );
+  }
+});
+
+/** Every integer setting and its bounds, written out here so that a changed bound shows. */
+const INTEGER_BOUNDS: Record<string, readonly [number, number]> = {
+  PORT: [0, 65_535],
+  DATABASE_MAX_CONNECTIONS: [1, 1000],
+  DATABASE_TIMEOUT_MS: [1, 600_000],
+  NONCE_TTL_SECONDS: [1, 86_400],
+  ACCESS_TOKEN_TTL_SECONDS: [120, 86_400],
+  REFRESH_TOKEN_TTL_SECONDS: [1, 365 * 86_400],
+  RATE_LIMIT_NONCE_PER_MINUTE: [1, 1_000_000],
+  RATE_LIMIT_PROOF_PER_MINUTE: [1, 1_000_000],
+  RATE_LIMIT_PROOF_PER_ADDRESS_PER_MINUTE: [1, 1_000_000],
+  RATE_LIMIT_REFRESH_PER_MINUTE: [1, 1_000_000],
+  RATE_LIMIT_VAULT_WRITES_PER_MINUTE: [1, 1_000_000],
+  RATE_LIMIT_REVEALS_PER_MINUTE: [1, 1_000_000],
+  RATE_LIMIT_REVEALS_PER_TOKEN_PER_MINUTE: [1, 1_000_000],
+  RATE_LIMIT_WRONG_REVEAL_TOKENS_PER_MINUTE: [1, 1_000_000],
+  CLIENT_IP_TRUSTED_HOPS: [1, 10],
+  RATE_LIMIT_RPC_PER_MINUTE: [1, 1_000_000],
+  RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE: [1, 1_000_000],
+  RATE_LIMIT_RPC_PER_ADDRESS_PER_CLIENT_PER_MINUTE: [1, 1_000_000],
+  CHAIN_RPC_TIMEOUT_MS: [1, 60_000],
+};
+
+const ACCESS_TOKEN_TOO_SHORT = "must be at least 120 (clients refresh 60 s before expiry)";
+
+/** The value `name` is read as from `given` alone, or the problems with it. */
+function readOne(name: string, given: string): unknown {
+  const read = readEnvVars({ APP_ENV: "test", [name]: given });
+  return read.problems ?? (read.vars as Record<string, unknown>)[name];
+}
+
+Deno.test("every integer setting refuses a non-integer, a negative and one past its bound, by name, never echoing it", () => {
+  const integers = Object.entries(ENV_VARS).filter(([, spec]) => spec.kind === "integer");
+  assert.deepEqual(integers.map(([name]) => name).sort(), Object.keys(INTEGER_BOUNDS).sort());
+  for (const [name, [min, max]] of Object.entries(INTEGER_BOUNDS)) {
+    const range = `${name}: must be an integer from ${min} to ${max}`;
+    const tooLow = name === "ACCESS_TOKEN_TTL_SECONDS"
+      ? `${name}: ${ACCESS_TOKEN_TOO_SHORT}`
+      : range;
+    const refusals: (readonly [string, string])[] = [
+      ...["12.5", "1e3", "0x1f", "+7", "7 7", "seven", "Infinity"].map((v) => [v, range] as const),
+      ["-3", tooLow],
+      [String(min - 1), tooLow],
+      [String(max + 1), range],
+      ["98765432109876543210", range],
+    ];
+    for (const [bad, problem] of refusals) {
+      // One fixed text whatever the value, so none is ever quoted.
+      assert.deepEqual(
+        problemsOf({ ...generateDevKeys(), [name]: bad }),
+        [problem],
+        `${name}=${bad}`,
+      );
+    }
+    // Decimal digits, surrounding whitespace allowed; both bounds included.
+    assert.equal(readOne(name, String(min)), min);
+    assert.equal(readOne(name, ` ${max}\t\n`), max);
+    assert.equal(readOne(name, `0${min + 1}`), min + 1);
+  }
+});
+
+/** What parseConfig makes of `env`: the configuration, or the problems it names. */
+function outcome(env: Record<string, string>): AppConfig | readonly string[] {
+  try {
+    return parseConfig(env);
+  } catch (error) {
+    assert.ok(error instanceof ConfigError, String(error));
+    return error.problems;
+  }
+}
+
+Deno.test("a blank or whitespace-only setting counts as unset, so its default applies", () => {
+  const base = { ...generateDevKeys(), DATABASE_URL: "postgres://vault@127.0.0.1:5432/vault" };
+  for (const name of Object.keys(ENV_VARS)) {
+    const { [name]: _, ...unset } = base as Record<string, string>;
+    for (const blank of ["", " ", "\t\n \r"]) {
+      assert.deepEqual(
+        outcome({ ...unset, [name]: blank }),
+        outcome(unset),
+        `${name}=${JSON.stringify(blank)}`,
+      );
+    }
+  }
+  const blanks = Object.fromEntries(Object.keys(ENV_VARS).map((name) => [name, " \t"]));
+  const config = parseConfig({ ...blanks, ...generateDevKeys() });
+  assert.deepEqual(
+    [config.appEnv, config.port, config.accessTokenTtlSeconds, config.clientIp, config.database],
+    ["development", 54321, 3600, { header: "x-forwarded-for", trustedHops: 1 }, {
+      engine: "pglite",
+      dataDir: ".local/pglite",
+    }],
+  );
+});
+
+Deno.test("CLIENT_IP_HEADER is trimmed and lower-cased; another header is refused without quoting it", () => {
+  const headerOf = (given: string) =>
+    parseConfig({ ...generateDevKeys(), CLIENT_IP_HEADER: given }).clientIp.header;
+  assert.equal(headerOf(" X-Real-IP\t"), "x-real-ip");
+  assert.equal(headerOf("\nCF-Connecting-IP "), "cf-connecting-ip");
+  assert.equal(headerOf("X-FORWARDED-FOR"), "x-forwarded-for");
+  for (const bad of ["X-Secret-Header-Abc", "x-real-ip, x-forwarded-for", "x-real-ip\u0000"]) {
+    const [problem, ...more] = problemsOf({ ...generateDevKeys(), CLIENT_IP_HEADER: bad });
+    assert.deepEqual(more, []);
+    assert.match(problem, /^CLIENT_IP_HEADER: must be one of x-forwarded-for, x-real-ip, /);
+    assert.ok(!problem.toLowerCase().includes("secret-header"), "the header was echoed");
+  }
+});
+
+Deno.test("every malformed setting is named at once, in the table's order, none quoting its value", () => {
+  assert.deepEqual(
+    problemsOf({
+      APP_ENV: "prod-eu-west",
+      PORT: "port-9000x",
+      DATABASE_PREPARE: "sometimes",
+      JWT_SECRET: "short-secret-value",
+      NONCE_TTL_SECONDS: "0.5",
+      CLIENT_IP_HEADER: "X-Secret-Header-Abc",
+    }),
+    [
+      "APP_ENV: must be one of development, test, production",
+      "PORT: must be an integer from 0 to 65535",
+      "DATABASE_PREPARE: must be one of true, false, 1, 0",
+      "JWT_SECRET: JWT_SECRET must be at least 32 characters",
+      "NONCE_TTL_SECONDS: must be an integer from 1 to 86400",
+      "CLIENT_IP_HEADER: must be one of x-forwarded-for, x-real-ip, cf-connecting-ip, " +
+      "true-client-ip, fastly-client-ip, fly-client-ip, x-client-ip, x-cluster-client-ip, " +
+      "x-appengine-user-ip (a header a trusted proxy sets to the client's address)",
+    ],
+  );
+  // Text settings are trimmed; secrets are kept exactly as given (production judges them).
+  const padded = ` ${SECRET} `;
+  const config = parseConfig({
+    ...generateDevKeys(),
+    PROJECT_NAME: "  demo\n",
+    JWT_SECRET: padded,
+  });
+  assert.deepEqual([config.projectName, config.jwtSecret], ["demo", padded]);
+});
+
+/** The Default column of docs/operations.md's configuration table, by variable. */
+async function documentedDefaults(): Promise<Map<string, string>> {
+  const text = await Deno.readTextFile(new URL("../docs/operations.md", import.meta.url));
+  const rows = text.matchAll(/^\| `([A-Z0-9_]+)` +\| (.*?) +\|/gm);
+  return new Map([...rows].map(([, name, cell]) => [name, cell]));
+}
+
+Deno.test("every setting's default is the one docs/operations.md documents", async () => {
+  const documented = await documentedDefaults();
+  const read = readEnvVars({ APP_ENV: "test" });
+  assert.ok(read.problems === undefined);
+  // Defaults config.ts applies after reading, as the configurations it makes show them.
+  const local = parseConfig({ ...generateDevKeys() });
+  const localDatabase = { ...generateDevKeys(), DATABASE_URL: "postgres://vault@127.0.0.1/vault" };
+  const localPostgres = parseConfig(localDatabase).database;
+  const deployed = parseConfig(productionEnv({ APP_ENV: "" }), FUNCTION_DEFAULTS);
+  assert.ok(local.database.engine === "pglite" && localPostgres.engine === "postgres");
+  assert.ok(deployed.database.engine === "postgres");
+  const appliedLater: Record<string, unknown[]> = {
+    APP_ENV: [local.appEnv, deployed.appEnv],
+    PROJECT_NAME: [local.projectName],
+    DATABASE_MAX_CONNECTIONS: [deployed.database.maxConnections, localPostgres.maxConnections],
+    DATABASE_PREPARE: [localPostgres.prepare],
+    PGLITE_DATA_DIR: [local.database.dataDir],
+    CLIENT_IP_TRUSTED_HOPS: [local.clientIp.trustedHops],
+  };
+  for (const name of Object.keys(ENV_VARS)) {
+    const cell = documented.get(name);
+    assert.ok(cell !== undefined, `${name} is not in the configuration table`);
+    const value: unknown = name === "APP_ENV"
+      ? undefined
+      : (read.vars as Record<string, unknown>)[name];
+    if (value !== undefined) {
+      assert.equal(cell, `\`${value}\``, name);
+    } else if (name in appliedLater) {
+      for (const applied of appliedLater[name]) assert.ok(cell.includes(`\`${applied}\``), name);
+    } else {
+      assert.doesNotMatch(cell, /^`[^`]*`$/, `${name}: a default the code does not apply`);
+    }
   }
 });

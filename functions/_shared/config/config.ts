@@ -6,7 +6,7 @@
  */
 import type { DatabaseSettings } from "../db/db.ts";
 import type { AppConfig, AppEnv } from "./app-config.ts";
-import { databaseUrl, type Env, envSchema, FORWARDED_FOR } from "./env-schema.ts";
+import { databaseUrl, type Env, type EnvVars, FORWARDED_FOR, readEnvVars } from "./env-schema.ts";
 import { type EncryptionKeySpec, keyringEntrySecret, parseKeyring } from "./keyring.ts";
 import { type ComparedSecret, comparedSecret, sharedSecrets, weakSecret } from "./weak-secrets.ts";
 import { localStackProblems } from "./local-stack.ts";
@@ -188,11 +188,9 @@ export function parseStorageConfig(given: Env): StorageConfig {
 
 const NO_KEYRING = "ENCRYPTION_KEYS (or ENCRYPTION_KEY) is not set";
 
-type EnvVars = ReturnType<typeof envSchema.parse>;
-
 /**
- * The environment checked against the schema, with APP_ENV's default for this reader. Malformed
- * values are refused together with, in production, whichever of `required` are missing.
+ * The environment read as env-schema.ts's table says, with APP_ENV's default for this reader.
+ * Malformed values are refused together with, in production, whichever of `required` are missing.
  */
 function readEnv(
   given: Env,
@@ -200,13 +198,12 @@ function readEnv(
   required: readonly Requirement[],
 ): { env: Env; vars: EnvVars } {
   const env = given.APP_ENV?.trim() ? given : { ...given, APP_ENV: defaults.appEnv };
-  const parsed = envSchema.safeParse(env);
-  if (parsed.success) return { env, vars: parsed.data };
-  const malformed = parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`);
+  const read = readEnvVars(env);
+  if (read.problems === undefined) return { env, vars: read.vars };
   throw new ConfigError(
     env.APP_ENV === "production"
-      ? [...missingInProduction(env, required), ...malformed]
-      : malformed,
+      ? [...missingInProduction(env, required), ...read.problems]
+      : read.problems,
   );
 }
 

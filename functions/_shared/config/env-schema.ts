@@ -1,8 +1,9 @@
 /**
- * The environment variables configuration reads, as one zod schema: each one's type, bounds and
- * default. What they mean together (and what production requires) is config.ts's business.
+ * The environment variables configuration reads, as one table: each one's type, bounds and
+ * default, read by `readEnvVars`. What they mean together (and what production requires) is
+ * config.ts's business. Hand-written rather than a schema library's, so that a function's cold
+ * start does not build and compile schemas for it.
  */
-import { z } from "zod";
 import { HEADER_SAFE_TOKEN } from "../http/reveal-header.ts";
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -46,88 +47,170 @@ const CLIENT_IP_HEADERS = [
   "x-appengine-user-ip",
 ] as const;
 
-const blankToUndefined = (value: unknown) =>
-  typeof value === "string" && value.trim() === "" ? undefined : value;
-const optionalString = z.preprocess(blankToUndefined, z.string().trim().optional());
-const positiveInt = (fallback: number, max: number) =>
-  z.preprocess(blankToUndefined, z.coerce.number().int().min(1).max(max).default(fallback));
-const secretString = (name: string) =>
-  z.preprocess(
-    blankToUndefined,
-    z.string().min(32, `${name} must be at least 32 characters`).optional(),
-  );
+/** Free text, trimmed. */
+interface TextSpec {
+  readonly kind: "text";
+}
+
 /**
- * A secret that callers send as an HTTP header value. Clients strip a header value's surrounding
- * whitespace and cannot send control characters, so a token saved with a trailing newline (a
- * paste) could never be presented and every call would be refused as a wrong token.
+ * A secret of at least 32 characters, kept exactly as given. `headerSafe`: callers send it as an
+ * HTTP header value, and clients strip a header value's surrounding whitespace and cannot send
+ * control characters, so a token saved with a trailing newline (a paste) could never be presented
+ * and every call would be refused as a wrong token.
  */
-const headerSecretString = (name: string) =>
-  z.preprocess(
-    blankToUndefined,
-    z.string().min(32, `${name} must be at least 32 characters`).regex(
-      HEADER_SAFE_TOKEN,
-      `${name} must be printable ASCII without spaces or line breaks (it is sent as a header)`,
-    ).optional(),
-  );
-export const envSchema = z.object({
-  // No default here: parseConfig supplies the caller's (development locally, production deployed).
-  APP_ENV: z.preprocess(blankToUndefined, z.enum(["development", "test", "production"])),
-  PORT: z.preprocess(blankToUndefined, z.coerce.number().int().min(0).max(65535).default(54321)),
-  PROJECT_NAME: optionalString,
-  DATABASE_URL: optionalString,
-  SUPABASE_DB_URL: optionalString,
-  DATABASE_MAX_CONNECTIONS: z.preprocess(
-    blankToUndefined,
-    z.coerce.number().int().min(1).max(1000).optional(),
-  ),
-  DATABASE_PREPARE: z.preprocess(blankToUndefined, z.enum(["true", "false", "1", "0"]).optional()),
-  DATABASE_TIMEOUT_MS: positiveInt(5000, 600_000),
-  PGLITE_DATA_DIR: optionalString,
-  ENCRYPTION_KEYS: optionalString,
-  ENCRYPTION_KEY: optionalString,
-  SERVER_REVEAL_TOKEN: headerSecretString("SERVER_REVEAL_TOKEN"),
-  JWT_SECRET: secretString("JWT_SECRET"),
-  ALLOWED_ORIGINS: optionalString,
-  ALLOWED_CHAIN_IDS: optionalString,
-  NONCE_TTL_SECONDS: positiveInt(600, 86_400),
+interface SecretSpec {
+  readonly kind: "secret";
+  readonly headerSafe: boolean;
+}
+
+/** A decimal integer from `min` to `max`; `fallback` when unset. */
+interface IntegerSpec {
+  readonly kind: "integer";
+  readonly min: number;
+  readonly max: number;
+  readonly fallback: number | undefined;
+  /** Why values below `min` are refused, when the range alone does not say it. */
+  readonly belowMin?: string;
+}
+
+/**
+ * One of `options`, compared exactly unless `lowerCase` (then trimmed and lower-cased first);
+ * `fallback` when unset, or refused when unset and `required`.
+ */
+interface ChoiceSpec {
+  readonly kind: "choice";
+  readonly options: readonly string[];
+  readonly fallback?: string;
+  readonly required?: boolean;
+  readonly lowerCase?: boolean;
+  readonly refusal?: string;
+}
+
+export type VariableSpec = TextSpec | SecretSpec | IntegerSpec | ChoiceSpec;
+
+const TEXT = { kind: "text" } as const;
+const SECRET = { kind: "secret", headerSafe: false } as const;
+const HEADER_SECRET = { kind: "secret", headerSafe: true } as const;
+const integer = <F extends number | undefined>(min: number, max: number, fallback: F) =>
+  ({ kind: "integer", min, max, fallback }) as const;
+
+export const ENV_VARS = {
+  // No default here: config.ts supplies the caller's (development locally, production deployed).
+  APP_ENV: { kind: "choice", options: ["development", "test", "production"], required: true },
+  PORT: integer(0, 65_535, 54_321),
+  PROJECT_NAME: TEXT,
+  DATABASE_URL: TEXT,
+  SUPABASE_DB_URL: TEXT,
+  DATABASE_MAX_CONNECTIONS: integer(1, 1000, undefined),
+  DATABASE_PREPARE: { kind: "choice", options: ["true", "false", "1", "0"] },
+  DATABASE_TIMEOUT_MS: integer(1, 600_000, 5000),
+  PGLITE_DATA_DIR: TEXT,
+  ENCRYPTION_KEYS: TEXT,
+  ENCRYPTION_KEY: TEXT,
+  SERVER_REVEAL_TOKEN: HEADER_SECRET,
+  JWT_SECRET: SECRET,
+  ALLOWED_ORIGINS: TEXT,
+  ALLOWED_CHAIN_IDS: TEXT,
+  NONCE_TTL_SECONDS: integer(1, 86_400, 600),
   // Clients refresh a minute before expiry (sdk/browser.ts): a shorter life would mean a refresh
   // before every call, soon over the refresh limit.
-  ACCESS_TOKEN_TTL_SECONDS: z.preprocess(
-    blankToUndefined,
-    z.coerce.number().int().min(120, "must be at least 120 (clients refresh 60 s before expiry)")
-      .max(86_400).default(3600),
-  ),
-  REFRESH_TOKEN_TTL_SECONDS: positiveInt(30 * 86_400, 365 * 86_400),
-  RATE_LIMIT_NONCE_PER_MINUTE: positiveInt(60, 1_000_000),
-  RATE_LIMIT_PROOF_PER_MINUTE: positiveInt(30, 1_000_000),
-  RATE_LIMIT_PROOF_PER_ADDRESS_PER_MINUTE: positiveInt(10, 1_000_000),
-  RATE_LIMIT_REFRESH_PER_MINUTE: positiveInt(60, 1_000_000),
-  RATE_LIMIT_VAULT_WRITES_PER_MINUTE: positiveInt(60, 1_000_000),
-  RATE_LIMIT_REVEALS_PER_MINUTE: positiveInt(60, 1_000_000),
-  RATE_LIMIT_REVEALS_PER_TOKEN_PER_MINUTE: positiveInt(6000, 1_000_000),
-  RATE_LIMIT_WRONG_REVEAL_TOKENS_PER_MINUTE: positiveInt(10, 1_000_000),
-  CLIENT_IP_HEADER: z.preprocess(
-    (value) => {
-      const given = blankToUndefined(value);
-      return typeof given === "string" ? given.trim().toLowerCase() : given;
-    },
-    z.enum(CLIENT_IP_HEADERS, {
-      error: `must be one of ${CLIENT_IP_HEADERS.join(", ")} (a header a trusted proxy sets to ` +
-        "the client's address)",
-    }).default(FORWARDED_FOR),
-  ),
-  CLIENT_IP_TRUSTED_HOPS: z.preprocess(
-    blankToUndefined,
-    z.coerce.number().int().min(1).max(10).optional(),
-  ),
-  RATE_LIMIT_RPC_PER_MINUTE: positiveInt(10, 1_000_000),
+  ACCESS_TOKEN_TTL_SECONDS: {
+    ...integer(120, 86_400, 3600),
+    belowMin: "must be at least 120 (clients refresh 60 s before expiry)",
+  },
+  REFRESH_TOKEN_TTL_SECONDS: integer(1, 365 * 86_400, 30 * 86_400),
+  RATE_LIMIT_NONCE_PER_MINUTE: integer(1, 1_000_000, 60),
+  RATE_LIMIT_PROOF_PER_MINUTE: integer(1, 1_000_000, 30),
+  RATE_LIMIT_PROOF_PER_ADDRESS_PER_MINUTE: integer(1, 1_000_000, 10),
+  RATE_LIMIT_REFRESH_PER_MINUTE: integer(1, 1_000_000, 60),
+  RATE_LIMIT_VAULT_WRITES_PER_MINUTE: integer(1, 1_000_000, 60),
+  RATE_LIMIT_REVEALS_PER_MINUTE: integer(1, 1_000_000, 60),
+  RATE_LIMIT_REVEALS_PER_TOKEN_PER_MINUTE: integer(1, 1_000_000, 6000),
+  RATE_LIMIT_WRONG_REVEAL_TOKENS_PER_MINUTE: integer(1, 1_000_000, 10),
+  CLIENT_IP_HEADER: {
+    kind: "choice",
+    options: CLIENT_IP_HEADERS,
+    fallback: FORWARDED_FOR,
+    lowerCase: true,
+    refusal: `must be one of ${CLIENT_IP_HEADERS.join(", ")} (a header a trusted proxy sets to ` +
+      "the client's address)",
+  },
+  CLIENT_IP_TRUSTED_HOPS: integer(1, 10, undefined),
+  RATE_LIMIT_RPC_PER_MINUTE: integer(1, 1_000_000, 10),
   // Every client together, per wallet and chain: well above one client's share (next line), so one
   // client alone can never use a wallet's budget up.
-  RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE: positiveInt(100, 1_000_000),
-  RATE_LIMIT_RPC_PER_ADDRESS_PER_CLIENT_PER_MINUTE: positiveInt(5, 1_000_000),
-  CHAIN_RPC_URLS: optionalString,
-  CHAIN_RPC_TIMEOUT_MS: positiveInt(3000, 60_000),
-  SUPABASE_URL: optionalString,
-  SUPABASE_ANON_KEY: optionalString,
-  SUPABASE_PUBLISHABLE_KEYS: optionalString,
-});
+  RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE: integer(1, 1_000_000, 100),
+  RATE_LIMIT_RPC_PER_ADDRESS_PER_CLIENT_PER_MINUTE: integer(1, 1_000_000, 5),
+  CHAIN_RPC_URLS: TEXT,
+  CHAIN_RPC_TIMEOUT_MS: integer(1, 60_000, 3000),
+  SUPABASE_URL: TEXT,
+  SUPABASE_ANON_KEY: TEXT,
+  SUPABASE_PUBLISHABLE_KEYS: TEXT,
+} as const satisfies Record<string, VariableSpec>;
+
+/** The TypeScript type of what `spec` reads. */
+type ValueOf<S> = S extends IntegerSpec ? number | S["fallback"]
+  : S extends { readonly kind: "choice"; readonly options: readonly (infer T)[] }
+    ? S extends { readonly fallback: string } | { readonly required: true } ? T : T | undefined
+  : string | undefined;
+
+export type EnvVars = { readonly [Name in keyof typeof ENV_VARS]: ValueOf<typeof ENV_VARS[Name]> };
+
+/**
+ * Every variable of ENV_VARS read from `env`, or every problem at once as `NAME: message`. A value
+ * that is empty after trimming counts as unset. No message quotes the value given.
+ */
+export function readEnvVars(
+  env: Env,
+): { readonly vars: EnvVars; readonly problems?: undefined } | { readonly problems: string[] } {
+  const vars: Record<string, unknown> = {};
+  const problems: string[] = [];
+  for (const [name, spec] of Object.entries(ENV_VARS) as [string, VariableSpec][]) {
+    const given = env[name];
+    const value = typeof given === "string" && given.trim() !== "" ? given : undefined;
+    vars[name] = readVariable(name, spec, value, (message) => problems.push(`${name}: ${message}`));
+  }
+  return problems.length > 0 ? { problems } : { vars: vars as EnvVars };
+}
+
+const DECIMAL_INTEGER = /^-?\d+$/;
+
+/** One variable's value, `undefined` when it is unset and has no fallback. */
+function readVariable(
+  name: string,
+  spec: VariableSpec,
+  given: string | undefined,
+  refuse: (message: string) => void,
+): unknown {
+  switch (spec.kind) {
+    case "text":
+      return given?.trim();
+    case "secret":
+      if (given === undefined) return undefined;
+      if (given.length < 32) refuse(`${name} must be at least 32 characters`);
+      if (spec.headerSafe && !HEADER_SAFE_TOKEN.test(given)) {
+        refuse(
+          `${name} must be printable ASCII without spaces or line breaks (it is sent as a header)`,
+        );
+      }
+      return given;
+    case "integer": {
+      if (given === undefined) return spec.fallback;
+      const text = given.trim();
+      const value = DECIMAL_INTEGER.test(text) ? Number(text) : NaN;
+      if (value < spec.min && spec.belowMin !== undefined) refuse(spec.belowMin);
+      else if (!(value >= spec.min && value <= spec.max)) {
+        refuse(`must be an integer from ${spec.min} to ${spec.max}`);
+      }
+      return value;
+    }
+    case "choice": {
+      const value = spec.lowerCase ? given?.trim().toLowerCase() : given;
+      if (value === undefined && !spec.required) return spec.fallback;
+      if (value === undefined || !spec.options.includes(value)) {
+        refuse(spec.refusal ?? `must be one of ${spec.options.join(", ")}`);
+      }
+      return value;
+    }
+  }
+}
