@@ -89,7 +89,8 @@ export function renderReadme(results: Results): string {
       "",
       `## Cold start (deployed shape, Deno ${cold.runtime})`,
       "",
-      "Spawn to the first good answer, each function alone with `--allow-net --allow-env`.",
+      "Spawn to the first good answer, each function alone with `--allow-net --allow-env` and the " +
+        "package versions its lockfile pins.",
       "",
       table(["process", "first answer ms", "× hello", "met"], [
         ["hello (nothing imported)", show(cold.hello, 0), "", ""],
