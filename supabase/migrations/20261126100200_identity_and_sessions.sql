@@ -134,10 +134,24 @@ create function public.creator_account(session_id uuid, user_id uuid)
        and s.revoked_at is null and s.expires_at > now()
   $$;
 
+-- Turns the rest of the caller's transaction into the creator's under row-level security: the
+-- claims auth.uid() reads, and the role `authenticated`. Returns the role to switch back to.
+-- Security invoker, because a security definer function cannot switch role; the role and claims
+-- are local to the caller's transaction, so a pooled connection passes nothing on.
+create function public.act_as_creator(claims text) returns text
+  language plpgsql set search_path = pg_catalog, pg_temp
+  as $$
+  declare
+    caller text := current_user;
+  begin
+    perform set_config('request.jwt.claims', act_as_creator.claims, true),
+      set_config('role', 'authenticated', true);
+    return caller;
+  end
+  $$;
+
 -- The creator's live sessions, newest first, read as the creator under row-level security (the
 -- policy above): no row means the caller's own session has ended, since a live one lists itself.
--- Security invoker, because a security definer function cannot switch role; the role and claims it
--- sets are local to the caller's transaction, so a pooled connection passes nothing on.
 create function public.list_creator_sessions(claims text, user_id uuid)
   returns table (
     id uuid, created_at timestamptz, refreshed_at timestamptz, expires_at timestamptz,
@@ -145,10 +159,8 @@ create function public.list_creator_sessions(claims text, user_id uuid)
   )
   language plpgsql set search_path = pg_catalog, pg_temp
   as $$
-  #variable_conflict use_column
   begin
-    perform set_config('request.jwt.claims', list_creator_sessions.claims, true);
-    perform set_config('role', 'authenticated', true);
+    perform public.act_as_creator(list_creator_sessions.claims);
     return query
       select s.id, s.created_at, s.refreshed_at, s.expires_at, s.client_description
         from public.auth_sessions s
@@ -167,6 +179,8 @@ revoke all on function public.session_is_live_for(uuid, uuid) from public, anon,
 revoke all on function public.note_session_refresh() from public, anon, authenticated;
 revoke all on function public.creator_account(uuid, uuid) from public, anon, authenticated;
 revoke all on function public.list_creator_sessions(text, uuid) from public, anon, authenticated;
+revoke all on function public.act_as_creator(text) from public, anon, authenticated;
+grant execute on function public.act_as_creator(text) to service_role;
 grant execute on function public.session_is_live_for(uuid, uuid) to service_role;
 grant execute on function public.creator_account(uuid, uuid) to service_role;
 grant execute on function public.list_creator_sessions(text, uuid) to service_role;

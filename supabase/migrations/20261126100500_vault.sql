@@ -106,10 +106,8 @@ create function public.delete_user_secret(
   $$;
 
 -- The masked list, read as the creator under row-level security, each secret with its last use:
--- the latest reveal naming it since it was saved (a replacement starts again from never). Security
--- invoker, because a security definer function cannot switch role; the role and claims it sets are
--- local to the caller's transaction, so a pooled connection passes nothing on. The read comes
--- first: a row it returns has passed the policy's live-session check, so the session is checked
+-- the latest reveal naming it since it was saved (a replacement starts again from never). The
+-- read comes first: a row it returns has passed the policy's live-session check, so the session is checked
 -- again only when the read finds nothing, back in the caller's role, to tell "nothing stored" (no
 -- row) from "session ended" (one row, live = false). The caller passes `claims`, `session_id` and
 -- `user_id` from one verified token. A reveal names its types in the order every list uses, so a
@@ -124,12 +122,9 @@ create function public.list_user_secrets(
   )
   language plpgsql set search_path = pg_catalog, pg_temp
   as $$
-  #variable_conflict use_column
   declare
-    caller text := current_user;
+    caller text := public.act_as_creator(list_user_secrets.claims);
   begin
-    perform set_config('request.jwt.claims', list_user_secrets.claims, true);
-    perform set_config('role', 'authenticated', true);
     return query
       with recursive revealed_lists as (
         (select e.secret_types from public.secret_events e

@@ -136,9 +136,9 @@ create function public.refuse_reveal(
 
 -- A page of the creator's audit trail, newest first, read as the creator under row-level security,
 -- after the event `before_id` (the previous page's last; null for the first page). An event id
--- that is not the creator's reads nothing. Security invoker, as public.list_user_secrets, which
--- says why. No row: the session is checked, as there, to tell an ended session (one row,
--- live = false) from the end of the trail (no row).
+-- that is not the creator's reads nothing. No row: the session is checked, as in
+-- public.list_user_secrets, to tell an ended session (one row, live = false) from the end of the
+-- trail (no row).
 create function public.list_secret_events(
   claims text, session_id uuid, user_id uuid, before_id bigint, page_size integer
 )
@@ -147,12 +147,9 @@ create function public.list_secret_events(
   )
   language plpgsql set search_path = pg_catalog, pg_temp
   as $$
-  #variable_conflict use_column
   declare
-    caller text := current_user;
+    caller text := public.act_as_creator(list_secret_events.claims);
   begin
-    perform set_config('request.jwt.claims', list_secret_events.claims, true);
-    perform set_config('role', 'authenticated', true);
     if list_secret_events.before_id is null then
       return query
         select true, e.id, e.occurred_at, e.action, e.secret_types, e.reason

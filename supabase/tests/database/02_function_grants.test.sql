@@ -3,7 +3,7 @@
 -- functions; authenticated can execute session_is_live() only, which its policies call.
 begin;
 create extension if not exists pgtap with schema extensions;
-select plan(21);
+select plan(22);
 
 select results_eq(
   $$ select p.proname::text collate "default" from pg_proc p
@@ -11,7 +11,7 @@ select results_eq(
         and not exists (select 1 from pg_depend d
           where d.classid = 'pg_proc'::regclass and d.objid = p.oid and d.deptype = 'e')
       order by 1 $$,
-  array['admit_contract_check', 'audit_user_secret_change', 'creator_account', 'delete_account',
+  array['act_as_creator', 'admit_contract_check', 'audit_user_secret_change', 'creator_account', 'delete_account',
     'delete_user_secret', 'hit_rate_limit', 'issue_confirmation_nonce', 'issue_nonce',
     'list_creator_sessions', 'list_secret_events', 'list_user_secrets', 'lock_reveals',
     'nonce_refusal', 'note_session_refresh', 'put_user_secret', 'record_reveal_failure',
@@ -52,6 +52,8 @@ select function_privs_are('public', 'put_user_secret',
   'service_role', array['EXECUTE'], 'service_role can execute put_user_secret');
 select function_privs_are('public', 'list_user_secrets', array['text', 'uuid', 'uuid', 'text[]'],
   'service_role', array['EXECUTE'], 'service_role can execute list_user_secrets');
+select function_privs_are('public', 'act_as_creator', array['text'],
+  'service_role', array['EXECUTE'], 'service_role can execute act_as_creator');
 select function_privs_are('public', 'reveal_user_secrets',
   array['uuid', 'uuid', 'text[]', 'text', 'integer', 'integer', 'integer'],
   'service_role', array['EXECUTE'], 'service_role can execute reveal_user_secrets');
