@@ -86,9 +86,9 @@ export async function runLoad(
 
 export type Proof = { message: string; signature: string; address: string };
 
-/** Proofs for wallet-proof at `concurrency` for `durationMs`, at over twice the rate seen here. */
+/** Proofs for wallet-proof at `concurrency` for `durationMs`, above the highest rate seen here. */
 export function proofsFor(concurrency: number, durationMs: number): number {
-  return Math.ceil(((concurrency === 1 ? 800 : 1200) * durationMs) / 1000);
+  return Math.ceil(((concurrency === 1 ? 1600 : 2400) * durationMs) / 1000);
 }
 
 export async function proofPool(url: string, n: number): Promise<Proof[]> {
