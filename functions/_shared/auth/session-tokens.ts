@@ -5,7 +5,6 @@
  * the session is still live, so sign-out and revocation take effect at once. Routes declare which
  * they need in their function's route table (session-checks.ts).
  */
-import { errors as joseErrors, jwtVerify, SignJWT } from "jose";
 import type { CreatorClaims, Queryable } from "../db/db.ts";
 import { ServiceError } from "../http/errors.ts";
 
@@ -49,6 +48,12 @@ export interface SessionTokenOptions {
 /** How many verified tokens a process remembers (a few hundred KiB at most). */
 const VERIFIED_TOKENS_KEPT = 1000;
 
+/**
+ * jose, imported with the first token a process signs or checks: a sign-in starts with a nonce,
+ * which needs none, so a cold wallet-proof answers it without loading jose.
+ */
+const loadJose = () => import("jose");
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export function createSessionTokens(options: SessionTokenOptions): SessionTokens {
@@ -75,6 +80,7 @@ export function createSessionTokens(options: SessionTokenOptions): SessionTokens
       if (known.expiresAt > nowSeconds()) return known;
       verified.delete(token); // expired: jose below says so with the right error
     }
+    const { errors, jwtVerify } = await loadJose();
     let payload;
     try {
       ({ payload } = await jwtVerify(token, await hmacKey(), {
@@ -87,7 +93,7 @@ export function createSessionTokens(options: SessionTokenOptions): SessionTokens
         clockTolerance: 0,
       }));
     } catch (error) {
-      if (error instanceof joseErrors.JWTExpired) {
+      if (error instanceof errors.JWTExpired) {
         throw new ServiceError("token_expired", "The session token has expired; refresh it.");
       }
       throw new ServiceError("invalid_token", "The session token is not valid.");
@@ -117,6 +123,7 @@ export function createSessionTokens(options: SessionTokenOptions): SessionTokens
     async issue(identity) {
       const issuedAt = nowSeconds();
       const expiresAt = issuedAt + options.accessTokenTtlSeconds;
+      const { SignJWT } = await loadJose();
       const accessToken = await new SignJWT({
         role: AUDIENCE,
         session_id: identity.sessionId,
