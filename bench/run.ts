@@ -5,7 +5,7 @@
  * `deno task bench:report` generates bench/README.md. docs/performance.md explains how to read it.
  *
  * Knobs: BENCH_RUNS (3), BENCH_CONCURRENCY (8), BENCH_DURATION_MS (3000), BENCH_SINGLE_MS (1500),
- * BENCH_GROWTH (1,1000,100000; empty for none), BENCH_GROWTH_MS (2000), BENCH_COLD_STARTS (3),
+ * BENCH_GROWTH (1,1000,100000; empty for none), BENCH_GROWTH_MS (2000), BENCH_COLD_STARTS (9),
  * BENCH_ENGINES (postgres,pglite,deployed), BENCH_OUT.
  */
 import { recoverMessageAddress } from "viem";
@@ -39,7 +39,7 @@ const SETTINGS = {
 };
 const { runs: RUNS, concurrency: CONCURRENCY, growthMs: GROWTH_MS } = SETTINGS;
 const GROWTH = knob("BENCH_GROWTH", "1,1000,100000", true);
-const [COLD_STARTS] = knob("BENCH_COLD_STARTS", "3");
+const [COLD_STARTS] = knob("BENCH_COLD_STARTS", "9");
 const OUT = Deno.env.get("BENCH_OUT") ?? "bench/results/latest.json";
 const WANTED = (Deno.env.get("BENCH_ENGINES") ?? ENGINE_NAMES.join(",")).split(",");
 if (WANTED.some((name) => !ENGINE_NAMES.includes(name))) {
