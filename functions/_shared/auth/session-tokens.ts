@@ -52,7 +52,8 @@ const VERIFIED_TOKENS_KEPT = 1000;
  * jose, imported with the first token a process signs or checks: a sign-in starts with a nonce,
  * which needs none, so a cold wallet-proof answers it without loading jose.
  */
-const loadJose = () => import("jose");
+let jose: Promise<typeof import("jose")> | undefined;
+const loadJose = () => jose ??= import("jose");
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

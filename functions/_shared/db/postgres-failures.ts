@@ -1,6 +1,6 @@
 /**
- * How a postgres.js pool fails, for postgres.ts: the deadline every use shares, the errors that
- * mean a connection is gone, and the guard against the driver's write-after-close crash.
+ * How postgres.js connections fail, for postgres.ts: the deadline every use shares, the errors
+ * that mean a connection is gone, and the guard against the driver's write-after-close crash.
  */
 import { CONNECTION_LOST_CODES } from "./unavailable.ts";
 
@@ -19,7 +19,7 @@ export class DatabaseDeadlineError extends Error {
 /**
  * Failures after which an established connection is gone. postgres.js 3.4.9 can leave such a
  * connection object wedged (a write scheduled before the close is kept and blocks the next startup
- * message), so the pool that saw one is replaced rather than reused.
+ * message), so the driver instance that saw one is replaced rather than reused.
  */
 const CONNECTION_LOST = new Set(CONNECTION_LOST_CODES);
 
@@ -62,18 +62,18 @@ export function withDeadline<T>(
 
 // postgres.js 3.4.9 write-after-close race (porsager/postgres#1154, #1208; fix proposed in #1209):
 // a write scheduled with setImmediate can run after the connection closed and throw from the
-// timer, outside any promise, which would end the process. It happens when the database goes away
-// mid-transaction (the driver's own ROLLBACK is written to the dead connection). Only that exact
-// error is stopped here; the pools are replaced since the connection object is left wedged, and
-// the request waiting on it is answered by its deadline. Any other uncaught error ends the process,
-// as it would without this guard.
+// timer, outside any promise, which would end the process. It happens when a statement is sent on
+// a reserved connection the database closed (a transaction's next statement, or its ROLLBACK).
+// Only that exact error is stopped here; the driver instances are replaced since the connection
+// object is left wedged, and the request waiting on it is answered by its deadline. Any other
+// uncaught error ends the process, as it would without this guard.
 
 const writeRaceResets = new Set<() => void>();
 let guardInstalled = false;
 
 /**
- * Runs `reset` (replacing the pool) whenever the race is stopped, until the returned function is
- * called.
+ * Runs `reset` (replacing the instances) whenever the race is stopped, until the returned
+ * function is called.
  */
 export function guardWriteAfterClose(reset: () => void): () => void {
   writeRaceResets.add(reset);

@@ -8,8 +8,15 @@ import {
   guardWriteAfterClose,
   withDeadline,
 } from "./postgres-failures.ts";
+import { createConnectionStack } from "./connection-stack.ts";
 
 type PostgresSettings = Extract<DatabaseSettings, { engine: "postgres" }>;
+
+/** A use's deadline: whether it has passed, and a promise that rejects when it does. */
+interface Deadline {
+  readonly expired: () => boolean;
+  readonly passed: Promise<never>;
+}
 
 /**
  * bytea both ways through the engine's native hex codec where it has one (../bytes.ts): the
@@ -23,65 +30,107 @@ const BYTEA = {
   parse: (text: string) => fromHex(text.slice(2)),
 };
 
+/** A driver instance of one connection: which connection a use gets is the stack's choice. */
+function openInstance(settings: PostgresSettings): postgres.Sql {
+  return postgres(settings.url, {
+    max: 1,
+    // Supabase's transaction pooler cannot keep prepared statements; DATABASE_PREPARE=false.
+    prepare: settings.prepare,
+    connect_timeout: Math.max(1, Math.ceil(settings.queryTimeoutMs / 1000)),
+    idle_timeout: 30,
+    // The default backoff grows to 20 s between reconnects, and queued requests wait it out, long
+    // past their deadline, even after the database is back. Capped at 100 ms: an outage answers
+    // 503 at once and recovery is noticed at once, while reconnects stay bounded by the number of
+    // instances.
+    backoff: (attempt: number) => Math.min(0.02 * attempt, 0.1),
+    onnotice: () => {},
+    types: { bytea: BYTEA },
+    // Nothing but application_name at startup: a transaction pooler refuses other startup
+    // parameters (PgBouncer: "unsupported startup parameter"). The statement timeout is set
+    // inside each transaction instead (SET_TIMEOUT).
+    connection: { application_name: "wallet-vault" },
+    // fetch_types stays on (the default): postgres.js 3.4.9 answers a reserve() that has to open
+    // the connection only after the array types query, and without it never.
+  });
+}
+
 export function openPostgres(settings: PostgresSettings): Database {
   const timeoutMs = settings.queryTimeoutMs;
-  const connect = () =>
-    postgres(settings.url, {
-      max: settings.maxConnections,
-      // Supabase's transaction pooler cannot keep prepared statements; DATABASE_PREPARE=false.
-      prepare: settings.prepare,
-      connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
-      idle_timeout: 30,
-      // The default backoff grows to 20 s between reconnects, and queued requests wait it out, long
-      // past their deadline, even after the database is back. Capped at 100 ms: an outage answers
-      // 503 at once and recovery is noticed at once, while reconnects stay bounded by the pool size.
-      backoff: (attempt: number) => Math.min(0.02 * attempt, 0.1),
-      onnotice: () => {},
-      types: { bytea: BYTEA },
-      // Nothing but application_name at startup: a transaction pooler refuses other startup
-      // parameters (PgBouncer: "unsupported startup parameter"). The statement timeout is set
-      // inside each transaction instead (SET_TIMEOUT).
-      connection: { application_name: "wallet-vault" },
-    });
   /**
    * Pipelined right after BEGIN, so it costs no round trip. `set local` ends with the transaction:
    * a pooled server connection handed to the next client keeps no trace of it.
    */
   const SET_TIMEOUT = `set local statement_timeout = ${Math.trunc(timeoutMs)}`;
-  /** A plain BEGIN, executed now: sql.begin() would wait for its answer before the work is sent. */
-  const begin = (reserved: postgres.ReservedSql) => reserved.unsafe("begin").execute();
 
   // postgres.js's unsafe() prepares nothing by default, and an unprepared statement with parameters
   // costs two round trips (Parse/Describe, wait, then Bind/Execute) and holds back the statements
   // pipelined behind it. Ours are fixed texts, so each connection prepares each one once.
   const statementOptions = { prepare: settings.prepare };
 
-  let sql = connect();
-  let closed = false;
-  const retiring = new Set<Promise<void>>();
-  /** Swaps in a fresh pool once per lost one; the old pool finishes what is in flight, then ends. */
-  const replace = (failed: postgres.Sql) => {
-    if (closed || failed !== sql) return;
-    sql = connect();
-    const ending = failed.end({ timeout: Math.ceil(timeoutMs / 1000) }).catch(() => {});
-    retiring.add(ending);
-    ending.finally(() => retiring.delete(ending));
+  // Up to maxConnections instances, each held by one use at a time, the warmest handed out first.
+  const instances = createConnectionStack({
+    max: settings.maxConnections,
+    open: () => openInstance(settings),
+    // A use still under way ends by its deadline; it is cut off after that.
+    end: (instance: postgres.Sql, inUse: boolean) =>
+      instance.end({ timeout: inUse ? Math.ceil(timeoutMs / 1000) : 0 }),
+  });
+  // Which instance raced cannot be told, so every one is replaced (rare).
+  const stopGuarding = guardWriteAfterClose(() => instances.replaceAll());
+
+  /**
+   * Runs `use` on the connection of an instance of its own, reserved: should the server close it
+   * mid-transaction, the statements still queued for it stay there, where the instance itself would
+   * connect again and run them outside the transaction. A connection the server closed while idle
+   * is opened again by the driver when reserved.
+   *
+   * The instance is replaced, neither reused nor released, after a lost connection (postgres.js
+   * 3.4.9 can leave the connection object wedged, see postgres-failures.ts, and releasing a closed
+   * reserved connection would put it among the driver's open ones), and after a failed reserve:
+   * the driver keeps the failed request queued and connects again for it, and a reserve made
+   * meanwhile becomes that connection's first request, which is never answered. A reserve still
+   * waiting at the deadline is given up the same way.
+   */
+  const onReservedConnection = async <T>(
+    use: (reserved: postgres.ReservedSql, markLost: () => void) => Promise<T>,
+    deadline?: Deadline,
+  ): Promise<T> => {
+    const instance = await instances.acquire();
+    let reserved: postgres.ReservedSql | undefined;
+    let unusable = false;
+    try {
+      if (deadline?.expired()) throw new DatabaseDeadlineError(timeoutMs);
+      const reserving = instance.reserve();
+      try {
+        reserved = await (deadline ? Promise.race([reserving, deadline.passed]) : reserving);
+      } catch (error) {
+        unusable = true;
+        // Granted after all: given back, so that the replaced instance can end.
+        reserving.then((late) => late.release(), () => {});
+        throw error;
+      }
+      if (deadline?.expired()) throw new DatabaseDeadlineError(timeoutMs);
+      return await use(reserved, () => unusable = true);
+    } catch (error) {
+      if (connectionLost(error, true)) unusable = true;
+      throw error;
+    } finally {
+      if (unusable) {
+        instances.replace(instance);
+      } else {
+        reserved?.release();
+        instances.release(instance);
+      }
+    }
   };
-  const onLost = (error: unknown, pool: postgres.Sql) => {
-    if (connectionLost(error)) replace(pool);
-  };
-  const stopGuarding = guardWriteAfterClose(() => replace(sql));
 
   /** `expired`: the caller was already answered, so nothing more is sent on its behalf. */
-  const on = (
-    runner: postgres.Sql | postgres.TransactionSql,
-    expired = () => false,
-  ): Queryable => ({
+  const on = (reserved: postgres.ReservedSql, expired: () => boolean): Queryable => ({
     async query<T extends Row>(text: string, params: readonly unknown[] = []) {
       if (expired()) throw new DatabaseDeadlineError(timeoutMs);
       // execute() now, not at the first await: statements go out in the order they were asked
       // for, which pipelining (sending the next before the last is answered) relies on.
-      const rows = await runner.unsafe(
+      const rows = await reserved.unsafe(
         text,
         params as postgres.ParameterOrJSON<never>[],
         statementOptions,
@@ -92,63 +141,64 @@ export function openPostgres(settings: PostgresSettings): Database {
     },
     async execScript(script: string) {
       if (expired()) throw new DatabaseDeadlineError(timeoutMs);
-      await runner.unsafe(script);
+      await reserved.unsafe(script);
     },
   });
 
   /**
-   * Runs `use` on a connection reserved from the pool, for transactions and batches. The whole use
-   * shares one deadline, waiting for a connection included. Past it the caller has its 503: a use
-   * still queued never starts, one under way sends no further statement (`isExpired`), so a late
-   * write cannot land after a newer acknowledged one.
+   * Runs `use` on a reserved connection, for transactions and batches. The whole use shares one
+   * deadline, waiting for a connection included. Past it the caller has its 503: a use still
+   * waiting never starts, one under way sends no further statement (`isExpired`), so a late write
+   * cannot land after a newer acknowledged one.
    */
-  const onReservedConnection = async <T>(
+  const underDeadline = <T>(
     use: (
       reserved: postgres.ReservedSql,
       isExpired: () => boolean,
       markLost: () => void,
     ) => Promise<T>,
   ): Promise<T> => {
-    const pool = sql;
     let expired = false;
-    const isExpired = () => expired;
-    const run = async () => {
-      const reserved = await pool.reserve();
-      // A connection that died is taken back by the driver when it closes; releasing it as well
-      // would hand a dead connection to the next query.
-      let gone = false;
-      try {
-        if (expired) throw new DatabaseDeadlineError(timeoutMs);
-        return await use(reserved, isExpired, () => gone = true);
-      } catch (error) {
-        if (connectionLost(error, true)) gone = true;
-        throw error;
-      } finally {
-        if (!gone) reserved.release();
-      }
-    };
-    try {
-      return await withDeadline(run(), timeoutMs, () => expired = true);
-    } catch (error) {
-      onLost(error, pool);
-      throw error;
-    }
+    let expire = (_error: Error) => {};
+    const passed = new Promise<never>((_, reject) => expire = reject);
+    passed.catch(() => {}); // only ever raced
+    const deadline = { expired: () => expired, passed };
+    return withDeadline(
+      onReservedConnection(
+        (reserved, markLost) => use(reserved, deadline.expired, markLost),
+        deadline,
+      ),
+      timeoutMs,
+      () => {
+        expired = true;
+        expire(new DatabaseDeadlineError(timeoutMs));
+      },
+    );
   };
+
+  /**
+   * BEGIN and the statement timeout, executed now so that they leave in one write with the
+   * statements behind them. A plain BEGIN keeps the connection pipelining; sql.begin() would wait
+   * for its answer first.
+   */
+  const begin = (reserved: postgres.ReservedSql) => [
+    reserved.unsafe("begin").execute(),
+    reserved.unsafe(SET_TIMEOUT).execute(),
+  ];
 
   /**
    * `whileCommitting` sees each statement's reply as it comes: the server answers a statement
    * before it runs the COMMIT behind it, so work started there overlaps the commit, while the
-   * connection goes back to the pool as soon as COMMIT is answered.
+   * connection is free again as soon as COMMIT is answered.
    */
   const batch = (
     statements: readonly Statement[],
     whileCommitting?: (replies: Promise<Row[]>[]) => void,
   ) =>
-    onReservedConnection(async (reserved) => {
+    underDeadline(async (reserved) => {
       // All executed now, so they leave in one write. A failed statement aborts the
       // transaction: the ones behind it fail, and the COMMIT rolls back.
-      const sentBegin = begin(reserved);
-      const timeout = reserved.unsafe(SET_TIMEOUT).execute();
+      const [sentBegin, timeout] = begin(reserved);
       const pending = statements.map(({ text, params = [] }) =>
         reserved.unsafe(text, params as postgres.ParameterOrJSON<never>[], statementOptions)
           .execute()
@@ -200,13 +250,15 @@ export function openPostgres(settings: PostgresSettings): Database {
       if (outcome.status === "rejected") throw outcome.reason;
       return await used!;
     },
-    execScript: (script) => on(sql).execScript(script),
+    // Migrations: no deadline, as a long one must not be cut off.
+    execScript: (script) =>
+      onReservedConnection(async (reserved) => {
+        await reserved.unsafe(script);
+      }),
     transaction: (work) =>
-      onReservedConnection(async (reserved, isExpired, markLost) => {
-        // BEGIN goes out in the same write as the work's first statements (sql.begin() would wait
-        // for BEGIN's answer first).
-        const began = begin(reserved);
-        const timeout = reserved.unsafe(SET_TIMEOUT).execute();
+      underDeadline(async (reserved, isExpired, markLost) => {
+        // BEGIN goes out in the same write as the work's first statements.
+        const [began, timeout] = begin(reserved);
         try {
           const [, , result] = await Promise.all([began, timeout, work(on(reserved, isExpired))]);
           if (isExpired()) throw new DatabaseDeadlineError(timeoutMs);
@@ -223,9 +275,8 @@ export function openPostgres(settings: PostgresSettings): Database {
       }),
     batch,
     async close() {
-      closed = true;
       stopGuarding();
-      await Promise.all([sql.end({ timeout: 5 }), ...retiring]);
+      await instances.close();
     },
   };
 }
