@@ -92,6 +92,20 @@ Deno.test({
         );
 
         await t.step(
+          "on the port the system picked (PORT=0), sign-in messages for a client without an Origin name that port",
+          async () => {
+            const response = await fetch(
+              `http://127.0.0.1:${server.port}/functions/v1/wallet-proof/nonce`,
+              { method: "POST", headers: { "content-type": "application/json" }, body: "{}" },
+            );
+            assert.equal(response.status, 200);
+            const { uri, domain } = await response.json();
+            assert.equal(uri, `http://127.0.0.1:${server.port}`);
+            assert.equal(domain, `127.0.0.1:${server.port}`);
+          },
+        );
+
+        await t.step(
           "a second server or vault:rotate on its data directory, or on its port, is refused in one line",
           async () => {
             const refusal = async (script: string, extra: Record<string, string>) => {
