@@ -7,7 +7,6 @@ import { createServiceContext } from "../functions/_shared/context.ts";
 import { openDatabase } from "./database.ts";
 import { consoleLogger } from "../functions/_shared/http/log.ts";
 import { atEdge, createLocalApp, LOCAL_ANON_KEY } from "./app.ts";
-import type { Handler } from "../functions/_shared/http/router.ts";
 import {
   connectionLimitsFromEnv,
   type LimitedServer,
@@ -47,13 +46,12 @@ async function main(): Promise<void> {
   // Deno.serve behind a counted, deadlined socket (server/connection-limits.ts). The app is made
   // once the port is known (PORT=0 lets the system pick it): sign-in names the server's own
   // origins. No request is handled before then, as nothing is awaited in between.
-  let handle: Handler | undefined;
   let server: LimitedServer;
   try {
     server = serveWithLimits(
       { hostname: HOST, port: config.port, limits },
       // This server is the edge: the client address is the socket's.
-      atEdge((request) => handle!(request), config.clientIp),
+      atEdge((request) => app.handler(request), config.clientIp),
     );
   } catch (error) {
     if (!(error instanceof Deno.errors.AddrInUse)) throw error;
@@ -63,7 +61,7 @@ async function main(): Promise<void> {
   }
   const port = server.addr.port;
   const ownOrigins = [`http://${HOST}:${port}`, `http://localhost:${port}`];
-  handle = createLocalApp(createServiceContext(config, db, consoleLogger, { ownOrigins })).handler;
+  const app = createLocalApp(createServiceContext(config, db, consoleLogger, { ownOrigins }));
 
   console.log(`wallet-vault listening on http://${HOST}:${port} (${config.appEnv})`);
   console.log(
