@@ -1,14 +1,16 @@
 /**
  * Single-connection instances handed out warmest first (functions/_shared/db/connection-stack.ts):
  * its rules with fakes; on a real PostgreSQL, that requests one at a time after a burst reach one
- * server process, and that a connection the server ends, idle or in use, costs at most the request
- * using it, none of whose writes land in part.
+ * server process, that a connection the server ends, idle or in use, costs at most the request
+ * using it, none of whose writes land in part, and that a database that refuses connections for a
+ * moment leaves no more connections open than the maximum.
  */
 import assert from "node:assert/strict";
 import { createConnectionStack } from "../functions/_shared/db/connection-stack.ts";
 import { isDatabaseUnavailable } from "../functions/_shared/db/unavailable.ts";
 import { openDatabase } from "../server/database.ts";
 import { createFreshPostgres, type FreshPostgres } from "./support/fresh-postgres.ts";
+import { freePort } from "./support/ports.ts";
 import type { Database } from "../functions/_shared/db/db.ts";
 
 type Fake = { readonly name: string };
@@ -298,3 +300,73 @@ onPostgres(
     await db.query(PID);
   },
 );
+
+/** A TCP relay to `target` on a port of its own that can be stopped and started: "the database". */
+function relay(target: URL) {
+  const port = freePort();
+  let listener: Deno.Listener | null = null;
+  const open = new Set<Deno.Conn>();
+  let upstream = 0;
+  return {
+    port,
+    /** Connections currently open through it to the server. */
+    upstream: () => upstream,
+    start() {
+      listener = Deno.listen({ hostname: "127.0.0.1", port });
+      (async () => {
+        for await (const client of listener!) {
+          open.add(client);
+          const hostname = target.hostname;
+          Deno.connect({ hostname, port: Number(target.port || 5432) }).then((server) => {
+            open.add(server);
+            upstream++;
+            client.readable.pipeTo(server.writable).catch(() => {});
+            server.readable.pipeTo(client.writable).catch(() => {}).finally(() => upstream--);
+          }, () => client.close());
+        }
+      })().catch(() => {});
+    },
+    stop() {
+      listener?.close();
+      listener = null;
+      for (const conn of open) {
+        try {
+          conn.close();
+        } catch {
+          // closed already
+        }
+      }
+      open.clear();
+    },
+  };
+}
+
+Deno.test({
+  name:
+    "a database that refuses connections and is back within the reconnect backoff leaves no more connections open than the maximum, and none after close",
+  ignore: !adminUrl,
+  sanitizeOps: false,
+  sanitizeResources: false,
+}, async () => {
+  const database = relay(new URL(adminUrl!));
+  const url = Object.assign(new URL(adminUrl!), { port: String(database.port) }).toString();
+  const db = await openDatabase({ ...SERVICE, url, maxConnections: 1, queryTimeoutMs: 2_000 });
+  try {
+    // Refused: each failed use replaces its instance, whose driver still connects once more for it.
+    for (let i = 0; i < 10; i++) {
+      await assert.rejects(db.query(PID), (error) => isDatabaseUnavailable(error));
+    }
+    database.start();
+    for (let i = 0; i < 3; i++) await db.query(PID);
+    await sleep(500);
+    assert.ok(
+      database.upstream() <= 1,
+      `${database.upstream()} connections open, at most 1 wanted`,
+    );
+  } finally {
+    await db.close();
+  }
+  await sleep(300);
+  assert.equal(database.upstream(), 0, "connections left open after close");
+  database.stop();
+});

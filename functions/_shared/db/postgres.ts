@@ -30,6 +30,9 @@ const BYTEA = {
   parse: (text: string) => fromHex(text.slice(2)),
 };
 
+/** The longest the driver waits before it connects again. */
+const RECONNECT_CAP_MS = 100;
+
 /** A driver instance of one connection: which connection a use gets is the stack's choice. */
 function openInstance(settings: PostgresSettings): postgres.Sql {
   return postgres(settings.url, {
@@ -42,7 +45,7 @@ function openInstance(settings: PostgresSettings): postgres.Sql {
     // past their deadline, even after the database is back. Capped at 100 ms: an outage answers
     // 503 at once and recovery is noticed at once, while reconnects stay bounded by the number of
     // instances.
-    backoff: (attempt: number) => Math.min(0.02 * attempt, 0.1),
+    backoff: (attempt: number) => Math.min(0.02 * attempt, RECONNECT_CAP_MS / 1000),
     onnotice: () => {},
     types: { bytea: BYTEA },
     // Nothing but application_name at startup: a transaction pooler refuses other startup
@@ -71,9 +74,13 @@ export function openPostgres(settings: PostgresSettings): Database {
   const instances = createConnectionStack({
     max: settings.maxConnections,
     open: () => openInstance(settings),
-    // A use still under way ends by its deadline; it is cut off after that.
-    end: (instance: postgres.Sql, inUse: boolean) =>
-      instance.end({ timeout: inUse ? Math.ceil(timeoutMs / 1000) : 0 }),
+    // A use still under way ends by its deadline; it is cut off after that. One replaced after a
+    // failed connection is ended once the driver's reconnect for the failed request (within the
+    // backoff cap) has been made: ended sooner, that reconnect would open a connection no one ends.
+    end: async (instance: postgres.Sql, inUse: boolean) => {
+      if (!inUse) await new Promise((resolve) => setTimeout(resolve, 2 * RECONNECT_CAP_MS));
+      await instance.end({ timeout: inUse ? Math.ceil(timeoutMs / 1000) : 0 });
+    },
   });
   // Which instance raced cannot be told, so every one is replaced (rare).
   const stopGuarding = guardWriteAfterClose(() => instances.replaceAll());
