@@ -107,9 +107,9 @@ create function public.delete_user_secret(
 
 -- The masked list, read as the creator under row-level security, each secret with its last use:
 -- the latest reveal naming it since it was saved (a replacement starts again from never). The
--- read comes first: a row it returns has passed the policy's live-session check, so the session is checked
--- again only when the read finds nothing, back in the caller's role, to tell "nothing stored" (no
--- row) from "session ended" (one row, live = false). The caller passes `claims`, `session_id` and
+-- read comes first: a row it returns has passed the policy's live-session check, so the session
+-- is checked again only when the read finds nothing, back in the caller's role, to tell "nothing
+-- stored" (no row) from "session ended" (one row, live = false). The caller passes `claims`, `session_id` and
 -- `user_id` from one verified token. A reveal names its types in the order every list uses, so a
 -- creator's reveals name few distinct type lists (at most 2^7): the last use steps through them on
 -- secret_events_reveal_sets_idx (one index descent each) and takes each list's latest reveal,

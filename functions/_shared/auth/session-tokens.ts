@@ -53,7 +53,11 @@ const VERIFIED_TOKENS_KEPT = 1000;
  * which needs none, so a cold wallet-proof answers it without loading jose.
  */
 let jose: Promise<typeof import("jose")> | undefined;
-const loadJose = () => jose ??= import("jose");
+const loadJose = () =>
+  jose ??= import("jose").catch((error) => {
+    jose = undefined; // tried again by the next token, not failed for the process's life
+    throw error;
+  });
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 

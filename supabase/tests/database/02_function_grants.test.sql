@@ -11,8 +11,8 @@ select results_eq(
         and not exists (select 1 from pg_depend d
           where d.classid = 'pg_proc'::regclass and d.objid = p.oid and d.deptype = 'e')
       order by 1 $$,
-  array['act_as_creator', 'admit_contract_check', 'audit_user_secret_change', 'creator_account', 'delete_account',
-    'delete_user_secret', 'hit_rate_limit', 'issue_confirmation_nonce', 'issue_nonce',
+  array['act_as_creator', 'admit_contract_check', 'audit_user_secret_change', 'creator_account',
+    'delete_account', 'delete_user_secret', 'hit_rate_limit', 'issue_confirmation_nonce', 'issue_nonce',
     'list_creator_sessions', 'list_secret_events', 'list_user_secrets', 'lock_reveals',
     'nonce_refusal', 'note_session_refresh', 'put_user_secret', 'record_reveal_failure',
     'refuse_reveal', 'reveal_user_secrets', 'session_is_live', 'session_is_live_for',
