@@ -26,8 +26,8 @@ function fakeStack(max: number, end: (fake: Fake) => Promise<void> = () => Promi
       opened.push(name);
       return { name };
     },
-    end: (fake, inUse) => {
-      ended.push(inUse ? `${fake.name} in use` : fake.name);
+    end: (fake, state) => {
+      ended.push(state === "busy" ? `${fake.name} in use` : fake.name);
       return end(fake);
     },
   });

@@ -34,11 +34,14 @@ export interface StackOptions<T> {
   /** Makes a new instance. */
   readonly open: () => T;
   /**
-   * Ends an instance; `inUse`: a use still runs on it, which it may let finish first. A failure to
-   * end it cleanly is ignored: it is gone either way.
+   * Ends an instance, as it was when taken out: `busy`, a use still runs on it, which it may let
+   * finish first; `replaced`, its use failed (replace); `idle`. A failure to end it cleanly is
+   * ignored: it is gone either way.
    */
-  readonly end: (instance: T, inUse: boolean) => Promise<void>;
+  readonly end: (instance: T, state: EndingState) => Promise<void>;
 }
+
+export type EndingState = "busy" | "replaced" | "idle";
 
 /** Refuses a use after close, with the code postgres.js gives a query on an ended pool. */
 class StackClosedError extends Error {
@@ -63,14 +66,14 @@ export function createConnectionStack<T>(options: StackOptions<T>): ConnectionSt
   const retiring = new Set<Promise<void>>();
   let closed = false;
 
-  const retire = (instance: T, inUse: boolean) => {
-    const ending = end(instance, inUse).catch(() => {});
+  const retire = (instance: T, state: EndingState) => {
+    const ending = end(instance, state).catch(() => {});
     retiring.add(ending);
     ending.finally(() => retiring.delete(ending));
   };
   const retireAll = () => {
-    for (const instance of idle.splice(0)) retire(instance, false);
-    for (const instance of busy) retire(instance, true);
+    for (const instance of idle.splice(0)) retire(instance, "idle");
+    for (const instance of busy) retire(instance, "busy");
     busy.clear();
   };
   const handOut = (instance: T) => {
@@ -100,7 +103,7 @@ export function createConnectionStack<T>(options: StackOptions<T>): ConnectionSt
     },
     replace(instance) {
       if (!busy.delete(instance)) return;
-      retire(instance, false);
+      retire(instance, "replaced");
       serveWaiters();
     },
     replaceAll() {

@@ -8,7 +8,7 @@ import {
   guardWriteAfterClose,
   withDeadline,
 } from "./postgres-failures.ts";
-import { createConnectionStack } from "./connection-stack.ts";
+import { createConnectionStack, type EndingState } from "./connection-stack.ts";
 
 type PostgresSettings = Extract<DatabaseSettings, { engine: "postgres" }>;
 
@@ -77,9 +77,11 @@ export function openPostgres(settings: PostgresSettings): Database {
     // A use still under way ends by its deadline; it is cut off after that. One replaced after a
     // failed connection is ended once the driver's reconnect for the failed request (within the
     // backoff cap) has been made: ended sooner, that reconnect would open a connection no one ends.
-    end: async (instance: postgres.Sql, inUse: boolean) => {
-      if (!inUse) await new Promise((resolve) => setTimeout(resolve, 2 * RECONNECT_CAP_MS));
-      await instance.end({ timeout: inUse ? Math.ceil(timeoutMs / 1000) : 0 });
+    end: async (instance: postgres.Sql, state: EndingState) => {
+      if (state === "replaced") {
+        await new Promise((resolve) => setTimeout(resolve, 2 * RECONNECT_CAP_MS));
+      }
+      await instance.end({ timeout: state === "busy" ? Math.ceil(timeoutMs / 1000) : 0 });
     },
   });
   // Which instance raced cannot be told, so every one is replaced (rare).
