@@ -8,7 +8,7 @@ import { projectFiles } from "../scripts/lib/git-index.ts";
 import { type Finding, maskSecret } from "../scripts/lib/key-finding.ts";
 import { LineScanner } from "../scripts/lib/key-line-scanner.ts";
 import { scanPaths, scanProject } from "../scripts/lib/key-scanner.ts";
-import { fixture, gitRepo, ROOT, runScanIn, scanText } from "./support/key-scan.ts";
+import { fixture, gitRepo, ROOT, runScanIn, scanOutput, scanText } from "./support/key-scan.ts";
 
 // No vowels and no x: a random key can then never spell a placeholder word ("here", "your",
 // "xxxx"…) by chance, which would make a test that expects a finding flaky.
@@ -57,20 +57,8 @@ const KIND_OF: Record<keyof ReturnType<typeof fakeKeys>, string> = {
   stripe: "Stripe-style key (sk_live_…)",
 };
 
-async function runScan(args: string[], cwd = ROOT) {
-  const output = await new Deno.Command(Deno.execPath(), {
-    args: ["task", "-q", "scan", ...args],
-    cwd,
-    stdout: "piped",
-    stderr: "piped",
-    env: { NO_COLOR: "1" },
-  }).output();
-  return {
-    code: output.code,
-    stdout: new TextDecoder().decode(output.stdout),
-    stderr: new TextDecoder().decode(output.stderr),
-  };
-}
+/** `deno task scan` itself, as a developer runs it. */
+const runScan = (args: string[], cwd = ROOT) => scanOutput(["task", "-q", "scan", ...args], cwd);
 
 const where = (findings: readonly Finding[]) =>
   findings.map((f) => `${f.file.slice(f.file.lastIndexOf("/") + 1)}:${f.line}:${f.kind}`).sort();

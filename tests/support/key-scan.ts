@@ -279,8 +279,16 @@ export async function runScanIn(cwd: string, args: string[] = []) {
   const task: string = JSON.parse(await Deno.readTextFile(DENO_JSON)).tasks.scan;
   const [, , ...rest] = task.split(/\s+/); // "deno run <permissions…> scripts/scan-keys.ts"
   const permissions = rest.filter((arg) => arg.startsWith("--"));
+  return await scanOutput(
+    ["run", "--config", DENO_JSON, ...permissions, `${ROOT}/scripts/scan-keys.ts`, ...args],
+    cwd,
+  );
+}
+
+/** Deno with `args` in `cwd`, colourless: its exit code and what it printed. */
+export async function scanOutput(args: string[], cwd: string) {
   const output = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "--config", DENO_JSON, ...permissions, `${ROOT}/scripts/scan-keys.ts`, ...args],
+    args,
     cwd,
     stdout: "piped",
     stderr: "piped",
