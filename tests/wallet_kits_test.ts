@@ -24,7 +24,7 @@ import {
   skipWithoutChromium,
 } from "./support/chromium.ts";
 import { injectWallet } from "./support/injected-wallet.ts";
-import { packSdk } from "./support/packed-sdk.ts";
+import { packSdk, run } from "./support/packed-sdk.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const CONSUMER = `${ROOT}tests/consumers/wallet-kits/`;
@@ -40,29 +40,6 @@ const SOURCES = [
 
 // ---------------------------------------------------------------------------------------------
 // The consumer project
-
-/** Runs a command; its stdout, or a throw that shows both streams. */
-async function run(
-  command: string,
-  args: string[],
-  cwd: string,
-  env: Record<string, string> = {},
-): Promise<string> {
-  const result = await new Deno.Command(command, {
-    args,
-    cwd,
-    env: { NO_COLOR: "1", npm_config_update_notifier: "false", ...env },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
-  if (!result.success) {
-    throw new Error(
-      `${command} ${args.join(" ")} failed:\n${decode(result.stdout)}\n${decode(result.stderr)}`,
-    );
-  }
-  return decode(result.stdout);
-}
 
 async function sha256(text: string): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));

@@ -46,12 +46,17 @@ function build(): Promise<string> {
   });
 }
 
-/** Runs a command; its stdout, or a throw that shows both streams. */
-async function run(command: string, args: string[], cwd: string): Promise<string> {
+/** Runs a command, npm's notices off; its stdout, or a throw that shows both streams. */
+export async function run(
+  command: string,
+  args: string[],
+  cwd: string,
+  env: Record<string, string> = {},
+): Promise<string> {
   const result = await new Deno.Command(command, {
     args,
     cwd,
-    env: { NO_COLOR: "1", npm_config_update_notifier: "false" },
+    env: { NO_COLOR: "1", npm_config_update_notifier: "false", ...env },
     stdout: "piped",
     stderr: "piped",
   }).output();
