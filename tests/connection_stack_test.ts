@@ -2,8 +2,9 @@
  * Single-connection instances handed out warmest first (functions/_shared/db/connection-stack.ts):
  * its rules with fakes; on a real PostgreSQL, that requests one at a time after a burst reach one
  * server process, that a connection the server ends, idle or in use, costs at most the request
- * using it, none of whose writes land in part, and that a database that refuses connections for a
- * moment leaves no more connections open than the maximum.
+ * using it, none of whose writes land in part, that a database that refuses connections for a
+ * moment leaves no more connections open than the maximum, and that a connection ended while the
+ * driver sets it up costs a request, not the process.
  */
 import assert from "node:assert/strict";
 import { createConnectionStack } from "../functions/_shared/db/connection-stack.ts";
@@ -301,16 +302,36 @@ onPostgres(
   },
 );
 
-/** A TCP relay to `target` on a port of its own that can be stopped and started: "the database". */
-function relay(target: URL) {
+/**
+ * A TCP relay to `target` on a port of its own that can be stopped and started: "the database".
+ * With `holdFrom`, the first client message holding that text and everything after it are not
+ * passed on (until `passAll`), so the server never answers it.
+ */
+function relay(target: URL, holdFrom?: string) {
   const port = freePort();
   let listener: Deno.Listener | null = null;
   const open = new Set<Deno.Conn>();
   let upstream = 0;
+  let holding = false;
+  const decoder = new TextDecoder();
+  const untilHeld = () =>
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        holding ||= holdFrom !== undefined && decoder.decode(chunk).includes(holdFrom);
+        if (!holding) controller.enqueue(chunk);
+      },
+    });
   return {
     port,
     /** Connections currently open through it to the server. */
     upstream: () => upstream,
+    /** Whether a message holding `holdFrom` came and was held. */
+    held: () => holding,
+    /** Passes on whatever comes from now on. */
+    passAll() {
+      holdFrom = undefined;
+      holding = false;
+    },
     start() {
       listener = Deno.listen({ hostname: "127.0.0.1", port });
       (async () => {
@@ -320,7 +341,7 @@ function relay(target: URL) {
           Deno.connect({ hostname, port: Number(target.port || 5432) }).then((server) => {
             open.add(server);
             upstream++;
-            client.readable.pipeTo(server.writable).catch(() => {});
+            client.readable.pipeThrough(untilHeld()).pipeTo(server.writable).catch(() => {});
             server.readable.pipeTo(client.writable).catch(() => {}).finally(() => upstream--);
           }, () => client.close());
         }
@@ -369,4 +390,29 @@ Deno.test({
   await sleep(300);
   assert.equal(database.upstream(), 0, "connections left open after close");
   database.stop();
+});
+
+Deno.test({
+  name:
+    "a connection ended while the driver reads the server's array types costs its request a 503, not the process",
+  ignore: !adminUrl,
+  sanitizeOps: false,
+  sanitizeResources: false,
+}, async () => {
+  // postgres.js asks for the array types on each new connection, before its first request.
+  const database = relay(new URL(adminUrl!), "typcategory");
+  database.start();
+  const url = Object.assign(new URL(adminUrl!), { port: String(database.port) }).toString();
+  const db = await openDatabase({ ...SERVICE, url, maxConnections: 1, queryTimeoutMs: 500 });
+  try {
+    // Past the deadline the instance is replaced and ended, its connection still in that query.
+    await assert.rejects(db.query(PID), (error) => isDatabaseUnavailable(error));
+    assert.ok(database.held(), "the array types query was held");
+    await sleep(500); // the replaced instance is ended within 200 ms
+    database.passAll();
+    await db.query(PID);
+  } finally {
+    await db.close();
+    database.stop();
+  }
 });

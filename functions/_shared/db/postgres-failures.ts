@@ -1,6 +1,7 @@
 /**
  * How postgres.js connections fail, for postgres.ts: the deadline every use shares, the errors
- * that mean a connection is gone, and the guard against the driver's write-after-close crash.
+ * that mean a connection is gone, and the guards against the driver's two
+ * process-ending failures.
  */
 import { CONNECTION_LOST_CODES } from "./unavailable.ts";
 
@@ -60,34 +61,44 @@ export function withDeadline<T>(
   return Promise.race([operation, deadline]).finally(() => clearTimeout(timer));
 }
 
-// postgres.js 3.4.9 write-after-close race (porsager/postgres#1154, #1208; fix proposed in #1209):
-// a write scheduled with setImmediate can run after the connection closed and throw from the
-// timer, outside any promise, which would end the process. It happens when a statement is sent on
-// a reserved connection the database closed (a transaction's next statement, or its ROLLBACK).
-// Only that exact error is stopped here; the driver instances are replaced since the connection
-// object is left wedged, and the request waiting on it is answered by its deadline. Any other
-// uncaught error ends the process, as it would without this guard.
+// Two postgres.js 3.4.9 failures that happen outside any promise of ours, and would end the
+// process. Only these exact errors are stopped here; any other uncaught error or unhandled
+// rejection ends the process, as it would without these guards.
+//
+// The write-after-close race (porsager/postgres#1154, #1208; fix proposed in #1209): a write
+// scheduled with setImmediate can run after the connection closed and throw from the timer. It
+// happens when a statement is sent on a reserved connection the database closed (a transaction's
+// next statement, or its ROLLBACK). The driver instances are replaced since the connection object
+// is left wedged, and the request waiting on it is answered by its deadline.
+//
+// The array types query: the driver runs it on each new connection from a message handler that
+// drops its promise, so a connection lost or ended during it (a database going away just after a
+// reconnect, or a replaced instance ended) rejects with no handler. The request that connection
+// was opened for is answered by its deadline, like any request on a lost connection.
 
 const writeRaceResets = new Set<() => void>();
-let guardInstalled = false;
+let guardsInstalled = false;
 
 /**
- * Runs `reset` (replacing the instances) whenever the race is stopped, until the returned
- * function is called.
+ * Stops the driver's two process-ending failures, running `reset` (replacing the instances) after
+ * each write-after-close race, until the returned function is called.
  */
-export function guardWriteAfterClose(reset: () => void): () => void {
+export function guardDriverFailures(reset: () => void): () => void {
   writeRaceResets.add(reset);
-  installWriteRaceGuard();
+  installGuards();
   return () => writeRaceResets.delete(reset);
 }
 
-function installWriteRaceGuard(): void {
-  if (guardInstalled || typeof globalThis.addEventListener !== "function") return;
-  guardInstalled = true;
+function installGuards(): void {
+  if (guardsInstalled || typeof globalThis.addEventListener !== "function") return;
+  guardsInstalled = true;
   globalThis.addEventListener("error", (event) => {
     if (!isWriteAfterClose(event.error)) return;
     event.preventDefault();
     for (const reset of writeRaceResets) reset();
+  });
+  globalThis.addEventListener("unhandledrejection", (event) => {
+    if (isLostArrayTypesQuery(event.reason)) event.preventDefault();
   });
 }
 
@@ -95,4 +106,11 @@ function isWriteAfterClose(error: unknown): boolean {
   return error instanceof TypeError &&
     error.message.includes("(reading 'write')") &&
     /nextWrite[^\n]*[/\\]postgres[/\\][^\n]*connection\.js/.test(error.stack ?? "");
+}
+
+/** The driver names the failed query on its error: the array types one reads pg_type by category. */
+function isLostArrayTypesQuery(reason: unknown): boolean {
+  const query = (reason as { query?: unknown } | null)?.query;
+  return connectionLost(reason, true) && typeof query === "string" &&
+    query.includes("pg_catalog.pg_type") && query.includes("typcategory = 'A'");
 }

@@ -5,7 +5,7 @@ import {
   allSettledUnlessLost,
   connectionLost,
   DatabaseDeadlineError,
-  guardWriteAfterClose,
+  guardDriverFailures,
   withDeadline,
 } from "./postgres-failures.ts";
 import { createConnectionStack, type EndingState } from "./connection-stack.ts";
@@ -85,7 +85,7 @@ export function openPostgres(settings: PostgresSettings): Database {
     },
   });
   // Which instance raced cannot be told, so every one is replaced (rare).
-  const stopGuarding = guardWriteAfterClose(() => instances.replaceAll());
+  const stopGuarding = guardDriverFailures(() => instances.replaceAll());
 
   /**
    * Runs `use` on the connection of an instance of its own, reserved: should the server close it
