@@ -14,7 +14,7 @@ import { commandOutput } from "../tests/support/command-output.ts";
 import { coldStarts } from "./cold-start.ts";
 import { type Engine, ENGINE_NAMES, engines, functionEnv } from "./engines.ts";
 import { creators, floorScenarios, type Load, proofPool, proofsFor } from "./measure.ts";
-import { type Route, ROUTE_NAMES, routeScenarios, runLoad } from "./measure.ts";
+import { type Route, ROUTE_NAMES, routeScenarios, runInTurns, runLoad } from "./measure.ts";
 import type { ColdStartRun, GrowthRun, Results, RouteRun } from "./results.ts";
 import { summarize } from "./results.ts";
 import { log, median, newAccount, ROOT, seedCreatorsSql, serverEnv } from "./support.ts";
@@ -95,8 +95,7 @@ async function benchEngine(engine: Engine) {
       for (const route of ROUTE_NAMES) await runLoad("", 2, 0, 250, scenarios[route]);
       return started;
     };
-    // Where two processes may share the database, each floor runs right after its route, so a
-    // busy moment of a shared machine hits both rather than one.
+    // Where two processes may share the database, each route and its floor take turns (runInTurns).
     if (!engine.exclusive) floor = await startFloor();
     for (const [concurrency, ms] of phases) {
       const proofs = await proofPool(server.url, proofsFor(concurrency, ms));
@@ -104,17 +103,22 @@ async function benchEngine(engine: Engine) {
       for (const route of ROUTE_NAMES) {
         const what = `${engine.name} ${route} at ${concurrency}`;
         const spends = route === "wallet-proof";
-        const load = await runLoad(
-          what,
-          concurrency,
-          ms,
-          spends ? 0 : warmupMs(ms),
-          scenarios[route],
-        );
-        routes.get(route)!.push(load);
-        if (spends) proofsRanOut ||= load.requests >= proofs.length;
+        const warmup = spends ? 0 : warmupMs(ms);
+        if (floor === null) {
+          routes.get(route)!.push(await runLoad(what, concurrency, ms, warmup, scenarios[route]));
+        } else {
+          const measured = await runInTurns(
+            { route: what, floor: `${engine.name} ${route} floor at ${concurrency}` },
+            concurrency,
+            ms,
+            { route: warmup, floor: warmupMs(ms) },
+            { route: scenarios[route], floor: floorScenarios(floor.url, floorUsers)[route] },
+          );
+          routes.get(route)!.push(measured.route);
+          floors.get(route)!.push(measured.floor);
+        }
+        if (spends) proofsRanOut ||= routes.get(route)!.at(-1)!.requests >= proofs.length;
         if (spends) recoveries.push(await recoveryMs());
-        if (floor !== null) await measureFloor(route, concurrency, ms);
       }
     }
     if (engine.exclusive) {

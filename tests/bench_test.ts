@@ -1,7 +1,8 @@
 /**
  * The bench's honesty: a child sees only the environment meant for it, each floor sends the one
- * statement its label names, the deployed function must reach Postgres through the pooler, a row
- * meets its target only by its median and without errors (its own or its floor's), bench/README.md
+ * statement its label names, a route and its floor take turns without overlapping, the deployed
+ * function must reach Postgres through the pooler, a row meets its target only by its median and
+ * without errors (its own or its floor's), bench/README.md
  * is what the committed result renders to, and the bench itself runs: a smoke run on PGlite (and,
  * with DATABASE_URL and PgBouncer, on the deployed shape) whose every request passed its check.
  */
@@ -9,6 +10,7 @@ import assert from "node:assert/strict";
 import type { Database, Row, Statement } from "../functions/_shared/db/db.ts";
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 import { peerPorts, poolerProblem } from "../bench/engines.ts";
+import { runInTurns, type Scenario, TURN_MS } from "../bench/measure.ts";
 import { floorHandler, UPSERT, WITHOUT_FLUSH } from "../bench/floor-server.ts";
 import { renderReadme } from "../bench/report.ts";
 import type { Results } from "../bench/results.ts";
@@ -84,6 +86,59 @@ Deno.test("each floor sends the one statement its label names: reveal's commits 
     assert.deepEqual(sent.splice(0), [[WITHOUT_FLUSH, UPSERT]]);
   } finally {
     await close();
+  }
+});
+
+Deno.test("a route and its floor take turns, each alone at its concurrency, each for the whole duration, and every answer is checked", async () => {
+  // Each server notes when it began and ended each request, and how many of its own were in flight.
+  const spans: { server: string; from: number; to: number }[] = [];
+  let inFlight = 0;
+  let mostInFlight = 0;
+  const serve = (server: string) =>
+    Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (request) => {
+      const from = performance.now();
+      mostInFlight = Math.max(mostInFlight, ++inFlight);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+      inFlight--;
+      spans.push({ server, from, to: performance.now() });
+      return Response.json({ server, bad: new URL(request.url).searchParams.has("bad") });
+    });
+  const route = serve("route");
+  const floor = serve("floor");
+  const scenario = (server: Deno.HttpServer<Deno.NetAddr>, badEvery = 0): Scenario => (_, i) => ({
+    request: new Request(
+      `http://127.0.0.1:${server.addr.port}/${badEvery && i % badEvery === 0 ? "?bad" : ""}`,
+    ),
+    ok: (status, body) => status === 200 && body.bad === false,
+  });
+  try {
+    const started = performance.now();
+    const measured = await runInTurns(
+      { route: "", floor: "" },
+      3,
+      3 * TURN_MS,
+      { route: 50, floor: 50 },
+      { route: scenario(route), floor: scenario(floor, 10) },
+    );
+    const took = performance.now() - started;
+    assert.ok(
+      took >= 6 * TURN_MS + 100,
+      `both ran for the whole duration (${Math.round(took)} ms)`,
+    );
+    assert.equal(mostInFlight, 3, "at the concurrency given, never both servers at once");
+    const sorted = spans.toSorted((a, b) => a.from - b.from);
+    const switches = sorted.filter((span, i) => i > 0 && span.server !== sorted[i - 1].server);
+    assert.equal(switches.length, 7, "warm-ups, then three turns each");
+    for (const next of switches) {
+      const before = sorted.filter((span) => span.from < next.from && span.server !== next.server);
+      assert.ok(before.every((span) => span.to <= next.from), "a turn starts once the last ended");
+    }
+    assert.equal(measured.route.errors, 0);
+    assert.ok(measured.floor.errors > 0, "the floor's failed checks are counted");
+    assert.ok(measured.route.requests > 100 && measured.floor.requests > 100);
+  } finally {
+    await route.shutdown();
+    await floor.shutdown();
   }
 });
 
