@@ -34,7 +34,11 @@ async function loadEngine(engine: string, adminUrl: string | null) {
   const answers: Record<string, number> = {};
   const violations: string[] = [];
   let requests = 0;
-  const send = async (op: string, path: string, init: RequestInit) => {
+  const send = async (op: string, path: string, init: RequestInit & { json?: unknown } = {}) => {
+    if ("json" in init) {
+      const headers = { ...jsonHeaders, ...init.headers };
+      init = { method: "POST", ...init, headers, body: JSON.stringify(init.json) };
+    }
     const started = performance.now();
     let status = 0;
     let body: Body = null;
@@ -64,22 +68,13 @@ async function loadEngine(engine: string, adminUrl: string | null) {
     let token: string | null = null;
     let userId: string | null = null;
     let seq = 0;
-    const auth = () => ({ authorization: `Bearer ${token}`, ...jsonHeaders });
+    const auth = () => ({ authorization: `Bearer ${token}` });
     const signIn = async () => {
-      const body = JSON.stringify({ address: account.address });
-      const nonce = await send("nonce", "/api/auth/nonce", {
-        method: "POST",
-        headers: jsonHeaders,
-        body,
-      });
+      const nonce = await send("nonce", "/api/auth/nonce", { json: { address: account.address } });
       if (nonce.status !== 200) return;
       const message = nonce.body.message;
-      const proof = JSON.stringify({ message, signature: await account.signMessage({ message }) });
-      const signed = await send("wallet-proof", "/api/auth/wallet-proof", {
-        method: "POST",
-        headers: jsonHeaders,
-        body: proof,
-      });
+      const proof = { message, signature: await account.signMessage({ message }) };
+      const signed = await send("wallet-proof", "/api/auth/wallet-proof", { json: proof });
       if (signed.status !== 200) return;
       if (signed.body.user.wallet_address.toLowerCase() !== account.address.toLowerCase()) {
         violations.push("wallet-proof answered for another wallet");
@@ -93,12 +88,8 @@ async function loadEngine(engine: string, adminUrl: string | null) {
     const put = async () => {
       const secretType = SECRET_TYPES[Math.floor(Math.random() * SECRET_TYPES.length)];
       const value = `${prefix}-${secretType}-${++seq}-${crypto.randomUUID()}-${tag}`;
-      const body = JSON.stringify({ secretType, value });
-      const { status } = await send("put", "/api/secrets", {
-        method: "PUT",
-        headers: auth(),
-        body,
-      });
+      const init = { method: "PUT", headers: auth(), json: { secretType, value } };
+      const { status } = await send("put", "/api/secrets", init);
       if (status === 200) {
         acknowledged.set(secretType, value);
         unanswered.set(secretType, []);
@@ -110,16 +101,13 @@ async function loadEngine(engine: string, adminUrl: string | null) {
         if (!acknowledged.has(secretType) && !unanswered.get(secretType)?.length) {
           violations.push(`list shows a ${secretType} this creator never wrote`);
         }
-        if (hint !== `…${tag}`) {
-          violations.push(`list shows a ${secretType} hint not this creator's`);
-        }
+        if (hint !== `…${tag}`) violations.push(`list shows a ${secretType} hint not theirs`);
       }
     };
     const reveal = async () => {
       const { status, body } = await send("reveal", "/api/secrets/reveal", {
-        method: "POST",
         headers: { ...auth(), "x-service-server-secret": server.env.SERVER_REVEAL_TOKEN },
-        body: "{}",
+        json: {},
       });
       if (status !== 200) return null;
       const values = new Map<string, string>();

@@ -4,7 +4,7 @@
  * reveal must return the creator's seven values), and a closed-loop load generator to drive them.
  */
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
-import { jsonHeaders, log, newAccount, percentile, preparedProof, signIn } from "./support.ts";
+import { jsonHeaders, log, median, newAccount, preparedProof, signIn } from "./support.ts";
 import type { Session } from "./support.ts";
 
 // deno-lint-ignore no-explicit-any
@@ -39,90 +39,62 @@ export const ROUTES = {
 export type Route = keyof typeof ROUTES;
 export const ROUTE_NAMES = Object.keys(ROUTES) as Route[];
 
-/**
- * Closed-loop samples of one scenario: `concurrency` workers, each sending its next request once
- * the last is answered. `run` sends until a time and may leave its answers uncounted (warm-up);
- * each worker's attempts keep counting across runs. Keeps the first failed answer, so an error is
- * seen and not only counted.
- */
-function sampler(concurrency: number, scenario: Scenario) {
-  const latencies: number[] = [];
-  const next = Array.from({ length: concurrency }, () => 0);
-  let errors = 0;
-  let firstError: string | null = null;
-  return {
-    async run(stopAt: number, counted: boolean) {
-      await Promise.all(next.map(async (_, worker) => {
-        while (performance.now() < stopAt) {
-          const attempt = scenario(worker, next[worker]++);
-          if (attempt === null) return;
-          const started = performance.now();
-          let answer = "network error";
-          let ok = false;
-          try {
-            const response = await fetch(attempt.request);
-            const text = await response.text();
-            answer = `${response.status} ${text.slice(0, 300)}`;
-            ok = attempt.ok(response.status, JSON.parse(text));
-          } catch {
-            // an answer that is not JSON fails its check too
-          }
-          if (!counted) continue;
-          latencies.push(performance.now() - started);
-          if (!ok) errors++;
-          if (!ok) firstError ??= `${new URL(attempt.request.url).pathname}: ${answer}`;
-        }
-      }));
-    },
-    load(what: string): Load {
-      latencies.sort((a, b) => a - b);
-      const load = { requests: latencies.length, errors, p50Ms: percentile(latencies, 50) };
-      if (what !== "") log(`${what}: p50 ${load.p50Ms.toFixed(2)} ms, ${load.requests} requests`);
-      if (what !== "" && firstError !== null) log(`  ${errors} errors, the first: ${firstError}`);
-      return load;
-    },
-  };
-}
+/** What runInTurns runs: a scenario, its log label ("" for none), and its warm-up not counted. */
+export type Timed = { what: string; scenario: Scenario; warmupMs: number };
 
-/** One scenario for `durationMs` after `warmupMs` not counted. */
-export async function runLoad(
-  what: string,
-  concurrency: number,
-  durationMs: number,
-  warmupMs: number,
-  scenario: Scenario,
-): Promise<Load> {
-  const samples = sampler(concurrency, scenario);
-  await samples.run(performance.now() + warmupMs, false);
-  await samples.run(performance.now() + durationMs, true);
-  return samples.load(what);
-}
-
-/** How long a route, then its floor, runs in each turn of runInTurns. */
+/** How long each scenario runs in each turn of runInTurns. */
 export const TURN_MS = 250;
 
 /**
- * A route and its floor taking turns of TURN_MS, each at `concurrency` and alone in its turn, for
- * `durationMs` each after `warmupMs` each not counted: a busy moment of a shared machine hits both,
- * not the one that happened to run then.
+ * Closed loop: `concurrency` workers, each sending its next request once the last is answered. The
+ * scenarios take turns of TURN_MS, each alone in its turn, for `durationMs` each after its warm-up,
+ * so a busy moment of a shared machine hits a route and its floor alike. Logs each scenario's first
+ * failed answer, so an error is seen and not only counted.
  */
 export async function runInTurns(
-  what: { route: string; floor: string },
   concurrency: number,
   durationMs: number,
-  warmupMs: { route: number; floor: number },
-  scenarios: { route: Scenario; floor: Scenario },
-): Promise<{ route: Load; floor: Load }> {
-  const route = sampler(concurrency, scenarios.route);
-  const floor = sampler(concurrency, scenarios.floor);
-  await route.run(performance.now() + warmupMs.route, false);
-  await floor.run(performance.now() + warmupMs.floor, false);
+  timed: readonly Timed[],
+): Promise<Load[]> {
+  const runs = timed.map(() => ({ latencies: [] as number[], errors: 0, firstError: "" }));
+  const next = timed.map(() => Array.from({ length: concurrency }, () => 0));
+  const run = (t: number, stopAt: number, counted: boolean) =>
+    Promise.all(next[t].map(async (_, worker) => {
+      while (performance.now() < stopAt) {
+        const attempt = timed[t].scenario(worker, next[t][worker]++);
+        if (attempt === null) return;
+        const started = performance.now();
+        let answer = "network error";
+        let ok = false;
+        try {
+          const response = await fetch(attempt.request);
+          const text = await response.text();
+          answer = `${response.status} ${text.slice(0, 300)}`;
+          ok = attempt.ok(response.status, JSON.parse(text));
+        } catch {
+          // an answer that is not JSON fails its check too
+        }
+        if (!counted) continue;
+        runs[t].latencies.push(performance.now() - started);
+        if (!ok && runs[t].errors++ === 0) {
+          runs[t].firstError = `${new URL(attempt.request.url).pathname}: ${answer}`;
+        }
+      }
+    }));
+  for (const [t, { warmupMs }] of timed.entries()) {
+    await run(t, performance.now() + warmupMs, false);
+  }
   for (let ran = 0; ran < durationMs; ran += TURN_MS) {
     const turn = Math.min(TURN_MS, durationMs - ran);
-    await route.run(performance.now() + turn, true);
-    await floor.run(performance.now() + turn, true);
+    for (const t of timed.keys()) await run(t, performance.now() + turn, true);
   }
-  return { route: route.load(what.route), floor: floor.load(what.floor) };
+  return runs.map(({ latencies, errors, firstError }, t) => {
+    const { what } = timed[t];
+    const load = { requests: latencies.length, errors, p50Ms: median(latencies) };
+    if (what !== "") log(`${what}: p50 ${load.p50Ms.toFixed(2)} ms, ${load.requests} requests`);
+    if (what !== "" && errors > 0) log(`  ${errors} errors, the first: ${firstError}`);
+    return load;
+  });
 }
 
 export type Proof = { message: string; signature: string; address: string };

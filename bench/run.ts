@@ -14,7 +14,7 @@ import { commandOutput } from "../tests/support/command-output.ts";
 import { coldStarts } from "./cold-start.ts";
 import { type Engine, ENGINE_NAMES, engines, functionEnv } from "./engines.ts";
 import { creators, floorScenarios, type Load, proofPool, proofsFor } from "./measure.ts";
-import { type Route, ROUTE_NAMES, routeScenarios, runInTurns, runLoad } from "./measure.ts";
+import { type Route, ROUTE_NAMES, routeScenarios, runInTurns } from "./measure.ts";
 import type { ColdStartRun, GrowthRun, Results, RouteRun } from "./results.ts";
 import { summarize } from "./results.ts";
 import { log, median, newAccount, ROOT, seedCreatorsSql, serverEnv } from "./support.ts";
@@ -83,41 +83,37 @@ async function benchEngine(engine: Engine) {
     const floors = new Map<Route, Load[]>(ROUTE_NAMES.map((route) => [route, []]));
     const recoveries: number[] = [];
     let proofsRanOut = false;
-    const measureFloor = async (route: Route, concurrency: number, ms: number) => {
-      const scenario = floorScenarios(floor!.url, floorUsers)[route];
-      const what = `${engine.name} ${route} floor at ${concurrency}`;
-      floors.get(route)!.push(await runLoad(what, concurrency, ms, warmupMs(ms), scenario));
-    };
+    const floorTimed = (route: Route, concurrency: number, ms: number) => ({
+      what: `${engine.name} ${route} floor at ${concurrency}`,
+      scenario: floorScenarios(floor!.url, floorUsers)[route],
+      warmupMs: warmupMs(ms),
+    });
     // A new process answers its first requests many times slower (JIT, caches): warm each floor.
     const startFloor = async () => {
       const started = await engine.startFloor(db, keys);
       const scenarios = floorScenarios(started.url, floorUsers);
-      for (const route of ROUTE_NAMES) await runLoad("", 2, 0, 250, scenarios[route]);
+      for (const route of ROUTE_NAMES) {
+        await runInTurns(2, 0, [{ what: "", scenario: scenarios[route], warmupMs: 250 }]);
+      }
       return started;
     };
-    // Where two processes may share the database, each route and its floor take turns (runInTurns).
+    // Where two processes may share the database, each route and its floor take turns.
     if (!engine.exclusive) floor = await startFloor();
     for (const [concurrency, ms] of phases) {
       const proofs = await proofPool(server.url, proofsFor(concurrency, ms));
       const scenarios = routeScenarios(server.url, keys.SERVER_REVEAL_TOKEN, sessions, proofs);
       for (const route of ROUTE_NAMES) {
-        const what = `${engine.name} ${route} at ${concurrency}`;
         const spends = route === "wallet-proof";
-        const warmup = spends ? 0 : warmupMs(ms);
-        if (floor === null) {
-          routes.get(route)!.push(await runLoad(what, concurrency, ms, warmup, scenarios[route]));
-        } else {
-          const measured = await runInTurns(
-            { route: what, floor: `${engine.name} ${route} floor at ${concurrency}` },
-            concurrency,
-            ms,
-            { route: warmup, floor: warmupMs(ms) },
-            { route: scenarios[route], floor: floorScenarios(floor.url, floorUsers)[route] },
-          );
-          routes.get(route)!.push(measured.route);
-          floors.get(route)!.push(measured.floor);
-        }
-        if (spends) proofsRanOut ||= routes.get(route)!.at(-1)!.requests >= proofs.length;
+        const timed = {
+          what: `${engine.name} ${route} at ${concurrency}`,
+          scenario: scenarios[route],
+          warmupMs: spends ? 0 : warmupMs(ms),
+        };
+        const both = floor === null ? [timed] : [timed, floorTimed(route, concurrency, ms)];
+        const [load, floorLoad] = await runInTurns(concurrency, ms, both);
+        routes.get(route)!.push(load);
+        if (floorLoad) floors.get(route)!.push(floorLoad);
+        if (spends) proofsRanOut ||= load.requests >= proofs.length;
         if (spends) recoveries.push(await recoveryMs());
       }
     }
@@ -125,7 +121,11 @@ async function benchEngine(engine: Engine) {
       await server.stop();
       floor = await startFloor();
       for (const [concurrency, ms] of phases) {
-        for (const route of ROUTE_NAMES) await measureFloor(route, concurrency, ms);
+        for (const route of ROUTE_NAMES) {
+          floors.get(route)!.push(
+            ...await runInTurns(concurrency, ms, [floorTimed(route, concurrency, ms)]),
+          );
+        }
       }
     }
     for (const route of ROUTE_NAMES) {
@@ -172,9 +172,11 @@ async function growth(engine: Engine) {
       const proofs = await proofPool(server.url, proofsFor(1, GROWTH_MS));
       const scenarios = routeScenarios(server.url, keys.SERVER_REVEAL_TOKEN, sessions, proofs);
       for (const route of ["list", "put", "wallet-proof"] as const) {
-        const what = `${engine.name} ${route} with ${creators} creators`;
-        const warm = route === "wallet-proof" ? 0 : warmupMs(GROWTH_MS);
-        const { p50Ms, errors } = await runLoad(what, 1, GROWTH_MS, warm, scenarios[route]);
+        const [{ p50Ms, errors }] = await runInTurns(1, GROWTH_MS, [{
+          what: `${engine.name} ${route} with ${creators} creators`,
+          scenario: scenarios[route],
+          warmupMs: route === "wallet-proof" ? 0 : warmupMs(GROWTH_MS),
+        }]);
         growthRuns.push({ engine: engine.name, creators, route, p50Ms, errors });
       }
     }

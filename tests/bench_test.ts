@@ -113,13 +113,10 @@ Deno.test("a route and its floor take turns, each alone at its concurrency, each
   });
   try {
     const started = performance.now();
-    const measured = await runInTurns(
-      { route: "", floor: "" },
-      3,
-      3 * TURN_MS,
-      { route: 50, floor: 50 },
-      { route: scenario(route), floor: scenario(floor, 10) },
-    );
+    const [routeLoad, floorLoad] = await runInTurns(3, 3 * TURN_MS, [
+      { what: "", scenario: scenario(route), warmupMs: 50 },
+      { what: "", scenario: scenario(floor, 10), warmupMs: 50 },
+    ]);
     const took = performance.now() - started;
     assert.ok(
       took >= 6 * TURN_MS + 100,
@@ -133,9 +130,9 @@ Deno.test("a route and its floor take turns, each alone at its concurrency, each
       const before = sorted.filter((span) => span.from < next.from && span.server !== next.server);
       assert.ok(before.every((span) => span.to <= next.from), "a turn starts once the last ended");
     }
-    assert.equal(measured.route.errors, 0);
-    assert.ok(measured.floor.errors > 0, "the floor's failed checks are counted");
-    assert.ok(measured.route.requests > 100 && measured.floor.requests > 100);
+    assert.equal(routeLoad.errors, 0);
+    assert.ok(floorLoad.errors > 0, "the floor's failed checks are counted");
+    assert.ok(routeLoad.requests > 100 && floorLoad.requests > 100);
   } finally {
     await route.shutdown();
     await floor.shutdown();
