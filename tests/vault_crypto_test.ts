@@ -1,7 +1,8 @@
 /**
  * The vault's encryption in isolation: AES-256-GCM round trips, a fresh IV per write, ciphertexts
  * bound to creator, type and key id, the keyring's first key encrypting and every key decrypting,
- * keys imported once and non-extractable, and errors that carry no key material.
+ * the stored format WebCrypto's AES-GCM reads and writes, no key material within a caller's
+ * reach, and errors that carry no key material.
  */
 import assert from "node:assert/strict";
 import type { EncryptionKeySpec } from "../functions/_shared/config/keyring.ts";
@@ -115,31 +116,68 @@ Deno.test("a key id reused with other key bytes fails to decrypt instead of givi
   assert.match(error.message, /provider_d_key/);
 });
 
-Deno.test("keys are imported once, as non-extractable AES-GCM keys", async () => {
-  const original = crypto.subtle.importKey;
-  const calls: { extractable: boolean; usages: readonly string[] }[] = [];
-  const subtle = crypto.subtle as unknown as { importKey: (...args: unknown[]) => unknown };
-  subtle.importKey = function (this: SubtleCrypto, ...args: unknown[]) {
-    calls.push({ extractable: args[3] as boolean, usages: args[4] as string[] });
-    return (original as (...a: unknown[]) => unknown).apply(this, args);
-  };
-  try {
-    const keyring = createKeyring([key("k2"), key("k1")]);
-    const binding = { userId: ALICE, secretType: "provider_f_api_key" } as const;
-    for (let i = 0; i < 5; i++) {
-      assert.equal(
-        await keyring.decrypt(await keyring.encrypt(`v${i}`, binding), binding),
-        `v${i}`,
-      );
-    }
-    assert.equal(calls.length, 2);
-    for (const call of calls) {
-      assert.equal(call.extractable, false);
-      assert.deepEqual([...call.usages].sort(), ["decrypt", "encrypt"]);
-    }
-  } finally {
-    subtle.importKey = original as unknown as (...args: unknown[]) => unknown;
-  }
+Deno.test("the stored format is AES-256-GCM's as WebCrypto writes it: either side opens what the other sealed", async () => {
+  const spec = key("k1");
+  const keyring = await importKeyring([spec]);
+  const subtleKey = await crypto.subtle.importKey(
+    "raw",
+    new Uint8Array(spec.key),
+    "AES-GCM",
+    false,
+    [
+      "encrypt",
+      "decrypt",
+    ],
+  );
+  const binding = { userId: ALICE, secretType: "provider_c_key" } as const;
+  // The authenticated data: the label, creator, type and key id, as a JSON array.
+  const additionalData = new TextEncoder().encode(
+    JSON.stringify(["wallet-vault/user_secrets/v1", ALICE, "provider_c_key", "k1"]),
+  );
+  const iv = crypto.getRandomValues(new Uint8Array(12));
+  const params = { name: "AES-GCM", iv, additionalData };
+  const bySubtle = new Uint8Array(
+    await crypto.subtle.encrypt(params, subtleKey, new TextEncoder().encode("sk-from-subtle")),
+  );
+  assert.equal(
+    await keyring.decrypt({ ciphertext: bySubtle, iv, keyId: "k1" }, binding),
+    "sk-from-subtle",
+  );
+  const sealed = await keyring.encrypt("sk-from-keyring", binding);
+  const opened = await crypto.subtle.decrypt(
+    { ...params, iv: new Uint8Array(sealed.iv) },
+    subtleKey,
+    new Uint8Array(sealed.ciphertext),
+  );
+  assert.equal(new TextDecoder().decode(opened), "sk-from-keyring");
+});
+
+Deno.test("a ciphertext shorter than its tag, or an IV of another length, fails as decryption_failed", async () => {
+  const keyring = await importKeyring([key("k1")]);
+  const binding = { userId: BOB, secretType: "provider_a_api_key" } as const;
+  const sealed = await keyring.encrypt("sk-a", binding);
+  await rejectsWith(
+    keyring.decrypt({ ...sealed, ciphertext: sealed.ciphertext.subarray(0, 15) }, binding),
+    "decryption_failed",
+  );
+  await rejectsWith(
+    keyring.decrypt({ ...sealed, iv: new Uint8Array(16) }, binding),
+    "decryption_failed",
+  );
+});
+
+Deno.test("the keyring holds no key material where a caller could read it", async () => {
+  const spec = key("k1");
+  const keyring = await importKeyring([spec]);
+  const shown = JSON.stringify(keyring) + Object.values(keyring).map(String).join();
+  assert.ok(!shown.includes(base64(spec.key)));
+  assert.deepEqual(Object.keys(keyring).sort(), [
+    "activeKeyId",
+    "decrypt",
+    "encrypt",
+    "keyIds",
+    "ready",
+  ]);
 });
 
 Deno.test("an empty keyring refuses to encrypt with not_configured", async () => {

@@ -1,15 +1,20 @@
 /**
- * The vault's encryption: AES-256-GCM through WebCrypto, with a keyring of named keys. The first
- * key encrypts every write; every key decrypts, so keys can rotate without downtime. Keys are
- * imported once, as non-extractable CryptoKeys, and neither their bytes nor anything derived from
- * them ever leaves this module (not into SQL, logs or error messages).
+ * The vault's encryption: AES-256-GCM through node:crypto, with a keyring of named keys. The first
+ * key encrypts every write; every key decrypts, so keys can rotate without downtime. Keys are made
+ * KeyObjects once, held in this module only, and neither their bytes nor anything derived from
+ * them ever leaves it (not into SQL, logs or error messages). Synchronous: WebCrypto's
+ * asynchronous calls cost a reveal of seven values several times the decryptions themselves.
  */
+import { createCipheriv, createDecipheriv, createSecretKey, type KeyObject } from "node:crypto";
 import type { EncryptionKeySpec } from "../config/keyring.ts";
 import { ServiceError } from "../http/errors.ts";
 import type { SecretType } from "./secret-types.ts";
 
 /** 96 bits: the IV size GCM is specified for; a fresh random one for every write. */
 const IV_BYTES = 12;
+/** GCM's authentication tag, stored after the ciphertext (as WebCrypto writes it). */
+const TAG_BYTES = 16;
+const CIPHER = "aes-256-gcm";
 /** Versioned label, so these ciphertexts can never be mistaken for any other use of the key. */
 const AAD_LABEL = "wallet-vault/user_secrets/v1";
 
@@ -54,27 +59,20 @@ export function keyFailure(error: unknown): KeyFailure | null {
 }
 
 /**
- * Builds the keyring and starts importing its keys at once (WebCrypto's import is asynchronous),
- * so a service context can be built synchronously; every operation waits for the same import.
+ * Builds the keyring; a key that cannot be used surfaces on first use (and in `ready`), so a
+ * service context can be built synchronously.
  */
 export function createKeyring(specs: readonly EncryptionKeySpec[]): Keyring {
   const keyIds = specs.map((spec) => spec.id);
   if (new Set(keyIds).size !== keyIds.length) {
     throw new Error("The keyring repeats a key id.");
   }
-  const imported: Promise<ReadonlyMap<string, CryptoKey>> = Promise.all(
-    specs.map(async (spec) => {
-      // extractable = false: even code holding the CryptoKey cannot read the key back out.
-      const key = await crypto.subtle.importKey(
-        "raw",
-        new Uint8Array(spec.key),
-        { name: "AES-GCM" },
-        false,
-        ["encrypt", "decrypt"],
-      );
-      return [spec.id, key] as const;
-    }),
-  ).then((entries) => new Map(entries));
+  const imported: Promise<ReadonlyMap<string, KeyObject>> = Promise.resolve().then(() =>
+    new Map(specs.map((spec) => {
+      if (spec.key.length !== 32) throw new Error(`Key ${spec.id} is not 32 bytes.`);
+      return [spec.id, createSecretKey(new Uint8Array(spec.key))];
+    }))
+  );
   // A failed import surfaces on first use; until then it must not crash the process as unhandled.
   imported.catch(() => {});
   const activeKeyId = keyIds[0] ?? null;
@@ -90,12 +88,12 @@ export function createKeyring(specs: readonly EncryptionKeySpec[]): Keyring {
       }
       const key = (await imported).get(activeKeyId)!;
       const iv = crypto.getRandomValues(new Uint8Array(IV_BYTES));
-      const ciphertext = await crypto.subtle.encrypt(
-        { name: "AES-GCM", iv, additionalData: additionalData(binding, activeKeyId) },
-        key,
-        new TextEncoder().encode(plaintext),
-      );
-      return { ciphertext: new Uint8Array(ciphertext), iv, keyId: activeKeyId };
+      const cipher = createCipheriv(CIPHER, key, iv);
+      cipher.setAAD(additionalData(binding, activeKeyId));
+      const body = cipher.update(new TextEncoder().encode(plaintext));
+      cipher.final();
+      const ciphertext = new Uint8Array([...body, ...cipher.getAuthTag()]);
+      return { ciphertext, iv, keyId: activeKeyId };
     },
 
     async decrypt(sealed, binding) {
@@ -108,19 +106,17 @@ export function createKeyring(specs: readonly EncryptionKeySpec[]): Keyring {
           { secretType: binding.secretType },
         );
       }
-      let plaintext: ArrayBuffer;
+      let plaintext: Uint8Array;
       try {
-        plaintext = await crypto.subtle.decrypt(
-          {
-            name: "AES-GCM",
-            iv: new Uint8Array(sealed.iv),
-            additionalData: additionalData(binding, sealed.keyId),
-          },
-          key,
-          new Uint8Array(sealed.ciphertext),
-        );
+        const { ciphertext } = sealed;
+        if (ciphertext.length < TAG_BYTES) throw new Error("no tag");
+        const decipher = createDecipheriv(CIPHER, key, sealed.iv);
+        decipher.setAAD(additionalData(binding, sealed.keyId));
+        decipher.setAuthTag(ciphertext.subarray(ciphertext.length - TAG_BYTES));
+        const body = decipher.update(ciphertext.subarray(0, ciphertext.length - TAG_BYTES));
+        plaintext = new Uint8Array([...body, ...decipher.final()]);
       } catch {
-        // WebCrypto says only "OperationError"; nothing more is known, and nothing more is leaked.
+        // Nothing is known but that it does not authenticate, and nothing more is leaked.
         throw new ServiceError(
           "decryption_failed",
           `The stored ${binding.secretType} could not be decrypted; save the secret again.`,
