@@ -1,11 +1,12 @@
 /**
  * The vault's encryption: AES-256-GCM through node:crypto, with a keyring of named keys. The first
- * key encrypts every write; every key decrypts, so keys can rotate without downtime. Keys are made
- * KeyObjects once, held in this module only, and neither their bytes nor anything derived from
- * them ever leaves it (not into SQL, logs or error messages). Synchronous: WebCrypto's
- * asynchronous calls cost a reveal of seven values several times the decryptions themselves.
+ * key encrypts every write; every key decrypts, so keys can rotate without downtime. Each key's
+ * bytes are copied once into the keyring and held in this module only (as bytes: the hosted
+ * runtime's node:crypto takes no KeyObject); neither they nor anything derived from them ever
+ * leaves it (not into SQL, logs or error messages). Synchronous: WebCrypto's asynchronous calls
+ * cost a reveal of seven values several times the decryptions themselves.
  */
-import { createCipheriv, createDecipheriv, createSecretKey, type KeyObject } from "node:crypto";
+import { createCipheriv, createDecipheriv } from "node:crypto";
 import type { EncryptionKeySpec } from "../config/keyring.ts";
 import { ServiceError } from "../http/errors.ts";
 import type { SecretType } from "./secret-types.ts";
@@ -67,10 +68,10 @@ export function createKeyring(specs: readonly EncryptionKeySpec[]): Keyring {
   if (new Set(keyIds).size !== keyIds.length) {
     throw new Error("The keyring repeats a key id.");
   }
-  const imported: Promise<ReadonlyMap<string, KeyObject>> = Promise.resolve().then(() =>
+  const imported: Promise<ReadonlyMap<string, Uint8Array>> = Promise.resolve().then(() =>
     new Map(specs.map((spec) => {
       if (spec.key.length !== 32) throw new Error(`Key ${spec.id} is not 32 bytes.`);
-      return [spec.id, createSecretKey(new Uint8Array(spec.key))];
+      return [spec.id, new Uint8Array(spec.key)];
     }))
   );
   // A failed import surfaces on first use; until then it must not crash the process as unhandled.
