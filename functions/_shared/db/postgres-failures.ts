@@ -1,7 +1,6 @@
 /**
  * How postgres.js connections fail, for postgres.ts: the deadline every use shares, the errors
- * that mean a connection is gone, and the guards against the driver's two
- * process-ending failures.
+ * that mean a connection is gone, and the guards against the driver's two process-ending failures.
  */
 import { CONNECTION_LOST_CODES } from "./unavailable.ts";
 
@@ -108,7 +107,9 @@ function isWriteAfterClose(error: unknown): boolean {
     /nextWrite[^\n]*[/\\]postgres[/\\][^\n]*connection\.js/.test(error.stack ?? "");
 }
 
-/** The driver names the failed query on its error: the array types one reads pg_type by category. */
+/**
+ * The driver names the failed query on its error: the array types one reads pg_type by category.
+ */
 function isLostArrayTypesQuery(reason: unknown): boolean {
   const query = (reason as { query?: unknown } | null)?.query;
   return connectionLost(reason, true) && typeof query === "string" &&

@@ -92,7 +92,7 @@ export function createKeyring(specs: readonly EncryptionKeySpec[]): Keyring {
       const cipher = createCipheriv(CIPHER, key, iv);
       cipher.setAAD(additionalData(binding, activeKeyId));
       const body = cipher.update(new TextEncoder().encode(plaintext));
-      cipher.final();
+      cipher.final(); // GCM has nothing more to give: the tag is read below
       const ciphertext = new Uint8Array([...body, ...cipher.getAuthTag()]);
       return { ciphertext, iv, keyId: activeKeyId };
     },
@@ -114,8 +114,8 @@ export function createKeyring(specs: readonly EncryptionKeySpec[]): Keyring {
         const decipher = createDecipheriv(CIPHER, key, sealed.iv);
         decipher.setAAD(additionalData(binding, sealed.keyId));
         decipher.setAuthTag(ciphertext.subarray(ciphertext.length - TAG_BYTES));
-        const body = decipher.update(ciphertext.subarray(0, ciphertext.length - TAG_BYTES));
-        plaintext = new Uint8Array([...body, ...decipher.final()]);
+        plaintext = decipher.update(ciphertext.subarray(0, ciphertext.length - TAG_BYTES));
+        decipher.final(); // authenticates; GCM has nothing more to give, as in encrypt
       } catch {
         // Nothing is known but that it does not authenticate, and nothing more is leaked.
         throw new ServiceError(
