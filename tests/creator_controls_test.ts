@@ -14,6 +14,7 @@ import type { Database } from "../functions/_shared/db/db.ts";
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 import { silentLogger } from "./support/log.ts";
 import { createLocalApp } from "../server/app.ts";
+import { API_ROUTES } from "../functions/api/handler.ts";
 import { asCreator } from "./support/as-creator.ts";
 import { newWallet, type SignedIn, signIn, TEST_ORIGIN, type TestApp } from "./support/app.ts";
 import { messageFor, type NonceAnswer } from "./support/siwe.ts";
@@ -965,5 +966,110 @@ describeWithDatabase("creator controls for a contract wallet", {
     );
     assert.equal(chain.checks.length, 1);
     assert.equal((await nonceRow(app, answer.nonce)).used_at, null);
+  },
+});
+
+describeWithDatabase("an ended session and the creator's budgets", {
+  async "every route that takes a session refuses an ended one before it spends anything of the creator's"(
+    app,
+  ) {
+    // A contract wallet, so the acts that need a fresh signature take the path that asks a chain.
+    const chainId = 31337;
+    const wallet = newWallet().address;
+    const walletSignature = `0x${"ab".repeat(96)}`;
+    const chain = fakeChain(chainId, wallet, walletSignature);
+    const { handler } = createLocalApp(
+      createServiceContext(app.config, app.database.db, silentLogger, {
+        ownOrigins: [TEST_ORIGIN],
+        chainVerifier: chain.verifier,
+      }),
+    );
+    const fetch: Fetch = (path, init = {}) => {
+      const request = new Request(new URL(path, TEST_ORIGIN), init);
+      request.headers.set("x-forwarded-for", "192.0.2.46");
+      return handler(request);
+    };
+    const nonce = expectOk(
+      await send(fetch, "POST", "/api/auth/nonce", { body: { address: wallet, chainId } }),
+    );
+    const session = expectOk(
+      await send(fetch, "POST", "/api/auth/wallet-proof", {
+        body: { message: nonce.message, signature: walletSignature },
+      }),
+    );
+    const token = session.access_token as string;
+    const userId = session.user.id as string;
+    expectOk(await save(app, token, "provider_b_key", "sk-ended-session-0123456789abcdef"));
+    // Signed while the session was live, as a thief holding the device could have.
+    const signed = async (purpose: Purpose) => ({
+      message: (await confirmNonce(fetch, token, purpose)).message,
+      signature: walletSignature,
+    });
+    const proofs = {
+      unlock: await signed("unlock"),
+      sign_out_sessions: await signed("sign_out_sessions"),
+      delete_account: await signed("delete_account"),
+    };
+    const sessionId = expectOk(await send(fetch, "GET", "/api/auth/sessions", { token }))
+      .sessions[0].id as string;
+    // Sign out everywhere; the access token stays unexpired.
+    expectOk(
+      await send(fetch, "POST", "/api/auth/logout", { token, body: { scope: "global" } }),
+      204,
+    );
+
+    const creatorsBudgets = async () =>
+      (await app.database.db.query<{ bucket: string; hits: number }>(
+        `select bucket, hits from public.rate_limit_windows
+          where strpos(bucket, $1) > 0 or strpos(bucket, $2) > 0 order by bucket`,
+        [userId, wallet.toLowerCase()],
+      )).map((row) => `${row.bucket}=${row.hits}`);
+    const before = await creatorsBudgets();
+    const checksBefore = chain.checks.length;
+
+    const routes: [method: string, path: string, options: Parameters<typeof send>[3]][] = [
+      ["GET", "/api/secrets", {}],
+      ["PUT", "/api/secrets", {
+        body: { secretType: "provider_c_key", value: "sk-0123456789abcdefgh" },
+      }],
+      ["DELETE", "/api/secrets", { body: { secretType: "provider_b_key" } }],
+      ["POST", "/api/secrets/reveal", { serverToken: app.config.serverRevealToken, body: {} }],
+      ["POST", "/api/auth/logout", { body: { scope: "global" } }],
+      ["POST", "/api/auth/confirm/nonce", { body: { purpose: "unlock" } }],
+      ["GET", "/api/auth/sessions", {}],
+      [
+        "POST",
+        "/api/auth/sessions/sign-out",
+        { body: { ...proofs.sign_out_sessions, sessionIds: [sessionId] } },
+      ],
+      ["GET", "/api/secrets/activity", {}],
+      ["GET", "/api/secrets/lock", {}],
+      ["POST", "/api/secrets/lock", {}],
+      ["POST", "/api/secrets/unlock", { body: proofs.unlock }],
+      ["DELETE", "/api/account", { body: proofs.delete_account }],
+      ["GET", "/api/account/export", {}],
+    ];
+    // Every /api path but the three that take no session (a nonce, a proof, a refresh token).
+    const sessionless = ["/auth/nonce", "/auth/wallet-proof", "/auth/refresh"];
+    assert.deepEqual(
+      [...new Set(routes.map(([, path]) => path.slice("/api".length)))].sort(),
+      Object.keys(API_ROUTES).filter((path) => !sessionless.includes(path)).sort(),
+    );
+    for (const [method, path, options] of routes) {
+      const answer = await send(fetch, method, path, { ...options, token });
+      assert.equal(answer.status, 401, `${method} ${path}: ${answer.text}`);
+      assert.equal(answer.body.error.code, "session_revoked", `${method} ${path}: ${answer.text}`);
+    }
+    // A wrong reveal token is refused for the token first: counted for the client, not the creator.
+    const wrongToken = await send(fetch, "POST", "/api/secrets/reveal", {
+      token,
+      serverToken: `${app.config.serverRevealToken}x`,
+      body: {},
+    });
+    assert.equal(wrongToken.status, 403, wrongToken.text);
+
+    assert.deepEqual(await creatorsBudgets(), before, "a budget of the creator's was spent");
+    assert.equal(chain.checks.length, checksBefore, "the wallet's chain was asked");
+    assert.deepEqual((await trail(app, userId)).map((event) => event.action), ["put"]);
   },
 });
