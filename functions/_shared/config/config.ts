@@ -10,6 +10,7 @@ import { databaseUrl, type Env, type EnvVars, FORWARDED_FOR, readEnvVars } from 
 import { type EncryptionKeySpec, keyringEntrySecret, parseKeyring } from "./keyring.ts";
 import { type ComparedSecret, comparedSecret, sharedSecrets, weakSecret } from "./weak-secrets.ts";
 import { localStackProblems } from "./local-stack.ts";
+import { isLoopbackHostname } from "../http/loopback.ts";
 import {
   parseChainIds,
   parseChainRpcUrls,
@@ -111,8 +112,16 @@ export function parseConfig(
     }
     if (allowedOrigins.some((origin) => !origin.startsWith("https://"))) {
       // A page served over http can be read and rewritten on the way: its sign-in and its session
-      // token are the network's, so production lets in https pages only (localhost included).
+      // token are the network's, so production lets in https pages only.
       problems.push("ALLOWED_ORIGINS must hold https origins in production (no http://)");
+    }
+    if (allowedOrigins.some((origin) => isLoopbackHostname(new URL(origin).hostname))) {
+      // Whatever listens on that port of a creator's machine would be let in, over https as over
+      // http (a local program can trust its own certificate); no production page is served there.
+      problems.push(
+        "ALLOWED_ORIGINS must name no loopback origin in production (localhost, 127.0.0.0/8, " +
+          "[::1]), https ones included",
+      );
     }
   } else {
     problems.push(...localStackProblems(vars.APP_ENV, vars));
