@@ -434,12 +434,12 @@ Deno.test({
               serverToken: serverRevealToken,
               body: { secretTypes: ["provider_d_key"] },
             });
-          /** A fresh signature for `purpose`, asked through the api function. */
-          const signed = async (purpose: string) => {
+          /** A fresh signature for `purpose` (a sign-out's for `sessionIds`), through the api function. */
+          const signed = async (purpose: string, sessionIds?: string[]) => {
             const nonce = await call("/functions/v1/api/auth/confirm/nonce", {
               method: "POST",
               token,
-              body: { purpose },
+              body: sessionIds === undefined ? { purpose } : { purpose, sessionIds },
             });
             assert.equal(nonce.status, 200, JSON.stringify(nonce.body));
             const message = nonce.body.message as string;
@@ -480,7 +480,7 @@ Deno.test({
           const signedOut = await call("/functions/v1/api/auth/sessions/sign-out", {
             method: "POST",
             token,
-            body: { ...await signed("sign_out_sessions"), sessionIds: [other.id] },
+            body: { ...await signed("sign_out_sessions", [other.id]), sessionIds: [other.id] },
           });
           assert.deepEqual([signedOut.status, signedOut.body], [200, { signedOut: 1 }]);
           const ended = await call("/functions/v1/api/secrets", {

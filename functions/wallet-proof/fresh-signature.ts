@@ -69,6 +69,8 @@ export interface FreshSigner {
   readonly messageChainId: number;
   /** Null: the key signed (a key is the same creator on every chain); else the contract's chain. */
   readonly identityChainId: number | null;
+  /** The message's EIP-4361 resources (none: empty), which the signature covers. */
+  readonly resources: readonly string[];
 }
 
 export interface FreshSignatureDeps {
@@ -140,6 +142,7 @@ export function createFreshSignatureCheck(deps: FreshSignatureDeps): FreshSignat
       walletAddress,
       messageChainId: fields.chainId,
       identityChainId: byKey ? null : fields.chainId,
+      resources: fields.resources ?? [],
     };
   };
 }
