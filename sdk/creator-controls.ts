@@ -49,8 +49,9 @@ export interface CreatorControls {
   /** The creator's live sessions, newest first; `current` marks this client's. */
   listSessions(): Promise<SessionsList>;
   /**
-   * Ends the named sessions (any of the creator's, this one too) after a fresh signature. When
-   * this client's session is among them, it is forgotten here as after signOut().
+   * Ends the named sessions (any of the creator's, this one too; up to 50) after a fresh signature
+   * over a message that lists them, checked here before it is signed. When this client's session
+   * is among them, it is forgotten here as after signOut().
    */
   signOutSessions(
     signer: FreshSigner,
@@ -98,6 +99,7 @@ export function createCreatorControls(deps: CreatorControlsDeps): CreatorControl
     purpose: ConfirmPurpose,
     signer: FreshSigner,
     act: (proof: Proof) => Promise<T>,
+    sessionIds?: readonly string[],
   ): Promise<T> {
     const session = await readSession();
     if (session === null) throw notSignedIn();
@@ -118,15 +120,20 @@ export function createCreatorControls(deps: CreatorControlsDeps): CreatorControl
         );
       }
     }
-    const request = await authed<FreshSignatureRequest>("POST", "/auth/confirm/nonce", {
-      purpose,
-    });
+    const request = await authed<FreshSignatureRequest>(
+      "POST",
+      "/auth/confirm/nonce",
+      sessionIds === undefined ? { purpose } : { purpose, sessionIds },
+    );
     const message = request?.message;
     const mismatch = typeof message !== "string"
       ? "message"
       : request.purpose !== purpose
       ? "purpose"
-      : signInMessageMismatch(message, { nonce: request, address: wallet });
+      : signInMessageMismatch(message, { nonce: request, address: wallet }) ??
+        (sessionIds !== undefined && !listsExactly(message, sessionResources(sessionIds))
+          ? "resources"
+          : null);
     if (mismatch !== null) {
       throw new VaultError(
         "message_mismatch",
@@ -176,6 +183,7 @@ export function createCreatorControls(deps: CreatorControlsDeps): CreatorControl
             ...proof,
             sessionIds: ids,
           }),
+        ids,
       );
       const ended = new Set(ids.map((id) => id.toLowerCase()));
       await forgetIf((session) => ended.has(sessionIdOf(session.accessToken) ?? ""));
@@ -213,4 +221,18 @@ function sessionIdOf(accessToken: string): string | null {
   } catch {
     return null;
   }
+}
+
+/** The resources a sign-out message lists: one `urn:uuid:<id>` per session, lower case, each once. */
+function sessionResources(sessionIds: readonly string[]): string[] {
+  return [...new Set(sessionIds.map((id) => `urn:uuid:${id.toLowerCase()}`))];
+}
+
+/** Whether the message's EIP-4361 resources are exactly `resources`, in that order. */
+function listsExactly(message: string, resources: readonly string[]): boolean {
+  const lines = message.split("\n");
+  const start = lines.indexOf("Resources:");
+  const listed = start === -1 ? [] : lines.slice(start + 1);
+  return listed.length === resources.length &&
+    listed.every((line, i) => line === `- ${resources[i]}`);
 }

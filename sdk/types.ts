@@ -64,6 +64,11 @@ export interface FreshSignatureRequest extends NonceResponse {
   readonly version: "1";
   /** What the signature authorizes, fixed per purpose. */
   readonly statement: string;
+  /**
+   * For `sign_out_sessions`: the message's resources, one `urn:uuid:<id>` per session it ends,
+   * which the signature covers.
+   */
+  readonly resources?: readonly string[];
   /** The whole EIP-4361 message for the signed-in wallet. */
   readonly message: string;
 }

@@ -110,24 +110,52 @@ Deno.test("development runs only where every project and database URL is loopbac
   }
 });
 
-Deno.test("production lets in https origins only, localhost's included", () => {
+Deno.test("production lets in https origins only", () => {
   const https = "ALLOWED_ORIGINS must hold https origins in production (no http://)";
   for (
     const origins of [
-      "http://localhost:3000",
-      "http://127.0.0.1:54321",
+      "http://app.example.com",
       "https://app.example.com, http://app.example.com",
-      "http://[::1]:3000",
+      "http://192.0.2.10:3000",
     ]
   ) {
     assert.deepEqual(productionProblems({ ALLOWED_ORIGINS: origins }), [https], origins);
   }
   assert.deepEqual(
     parseConfig(
-      productionEnv({ ALLOWED_ORIGINS: "https://app.example.com,https://localhost:3000" }),
+      productionEnv({ ALLOWED_ORIGINS: "https://app.example.com,https://192.0.2.10:8443" }),
     )
       .allowedOrigins,
-    ["https://app.example.com", "https://localhost:3000"],
+    ["https://app.example.com", "https://192.0.2.10:8443"],
+  );
+});
+
+Deno.test("production lets in no loopback page, over https neither", () => {
+  const https = "ALLOWED_ORIGINS must hold https origins in production (no http://)";
+  const loopback = "ALLOWED_ORIGINS must name no loopback origin in production (localhost, " +
+    "127.0.0.0/8, [::1]), https ones included";
+  for (
+    const origins of [
+      "https://localhost",
+      "https://localhost:3000",
+      "https://127.0.0.1",
+      "https://127.8.9.10:8443",
+      "https://[::1]",
+      "https://[::1]:3000",
+      "https://[::ffff:127.0.0.1]",
+      "https://app.localhost",
+      "https://app.example.com, https://localhost:5173",
+    ]
+  ) {
+    assert.deepEqual(productionProblems({ ALLOWED_ORIGINS: origins }), [loopback], origins);
+  }
+  for (const origins of ["http://localhost:3000", "http://127.0.0.1:54321", "http://[::1]:3000"]) {
+    assert.deepEqual(productionProblems({ ALLOWED_ORIGINS: origins }), [https, loopback], origins);
+  }
+  // A name that merely resolves to loopback is not told apart from any other host.
+  assert.deepEqual(
+    parseConfig(productionEnv({ ALLOWED_ORIGINS: "https://127.0.0.1.nip.io" })).allowedOrigins,
+    ["https://127.0.0.1.nip.io"],
   );
 });
 

@@ -126,12 +126,13 @@ Deno.test("ALLOWED_ORIGINS holds exact origins: no wildcard, path, query or cred
     assert.deepEqual(productionProblems({ ALLOWED_ORIGINS: origin }), [refused], origin);
   }
   const accepted = parseConfig(productionEnv({
-    ALLOWED_ORIGINS: "https://App.Example.com/, https://localhost:5173, https://[::1]:3000",
+    ALLOWED_ORIGINS:
+      "https://App.Example.com/, https://app.example.com:8443, https://[2001:db8::1]:3000",
   })).allowedOrigins;
   assert.deepEqual(accepted, [
     "https://app.example.com",
-    "https://localhost:5173",
-    "https://[::1]:3000",
+    "https://app.example.com:8443",
+    "https://[2001:db8::1]:3000",
   ]);
   // Outside production, http pages too (a local frontend's dev server).
   const local = parseConfig({

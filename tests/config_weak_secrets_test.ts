@@ -167,6 +167,94 @@ Deno.test("production refuses secrets that share a run of 16 characters with eac
   );
 });
 
+/** The text's bytes as base64 (`base64url`: that alphabet, unpadded) or hex. */
+const encodedText = (text: string, as: "base64" | "base64url" | "hex") => {
+  const bytes = new TextEncoder().encode(text);
+  if (as === "hex") return toHex(bytes);
+  const plain = base64(bytes);
+  return as === "base64"
+    ? plain
+    : plain.replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+};
+const reversed = (text: string) => Array.from(text).reverse().join("");
+
+Deno.test("production refuses a reveal token or JWT secret that is a public key, as written, re-encoded or reversed", () => {
+  const anonKey = `eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.${randomBase64Url(60)}.${
+    randomBase64Url(32)
+  }`;
+  const publishable = `sb_publishable_${toHex(randomBytes(24))}`;
+  const other = `sb_publishable_${toHex(randomBytes(24))}`;
+  const publicKeys = {
+    SUPABASE_ANON_KEY: anonKey,
+    SUPABASE_PUBLISHABLE_KEYS: JSON.stringify({ default: other, web: publishable }),
+  };
+  const anon = "SUPABASE_ANON_KEY (a public key)";
+  const second = "SUPABASE_PUBLISHABLE_KEYS entry 2 (a public key)";
+  const cases: [string, string, string][] = [
+    ["SERVER_REVEAL_TOKEN", anonKey, anon],
+    ["SERVER_REVEAL_TOKEN", publishable, second],
+    ["SERVER_REVEAL_TOKEN", encodedText(anonKey, "base64url"), anon],
+    ["SERVER_REVEAL_TOKEN", encodedText(publishable, "base64"), second],
+    ["SERVER_REVEAL_TOKEN", encodedText(publishable, "hex"), second],
+    ["SERVER_REVEAL_TOKEN", reversed(anonKey), anon],
+    ["JWT_SECRET", publishable, second],
+    ["JWT_SECRET", reversed(publishable), second],
+  ];
+  for (const [name, value, key] of cases) {
+    const problems = productionProblems({ ...publicKeys, [name]: value });
+    assert.ok(problems.includes(`${name} must differ from ${key}`), `${value}: ${problems}`);
+  }
+  // A near-copy: the publishable key with its last characters changed.
+  const edited = `${publishable.slice(0, -6)}${toHex(randomBytes(3))}`;
+  assert.deepEqual(productionProblems({ ...publicKeys, SERVER_REVEAL_TOKEN: edited }), [
+    `SERVER_REVEAL_TOKEN and ${second} ${SHARE}`,
+  ]);
+  // One key given alone, not as JSON, is compared too.
+  assert.deepEqual(
+    productionProblems({
+      SUPABASE_PUBLISHABLE_KEYS: publishable,
+      SERVER_REVEAL_TOKEN: publishable,
+    }),
+    ["SERVER_REVEAL_TOKEN must differ from SUPABASE_PUBLISHABLE_KEYS entry 1 (a public key)"],
+  );
+});
+
+Deno.test("production refuses a secret that is another secret or an encryption key reversed or re-encoded", () => {
+  const jwtSecret = randomBase64(48);
+  const key = randomBytes(32);
+  const cases: [Record<string, string>, string][] = [
+    [
+      { JWT_SECRET: jwtSecret, SERVER_REVEAL_TOKEN: reversed(jwtSecret) },
+      "SERVER_REVEAL_TOKEN must differ from JWT_SECRET",
+    ],
+    [
+      { JWT_SECRET: jwtSecret, SERVER_REVEAL_TOKEN: encodedText(jwtSecret, "base64url") },
+      "SERVER_REVEAL_TOKEN must differ from JWT_SECRET",
+    ],
+    [
+      { JWT_SECRET: jwtSecret, SERVER_REVEAL_TOKEN: encodedText(jwtSecret, "hex") },
+      "SERVER_REVEAL_TOKEN must differ from JWT_SECRET",
+    ],
+    [
+      { ENCRYPTION_KEY: base64(key), JWT_SECRET: base64(key.slice().reverse()) },
+      "JWT_SECRET must differ from ENCRYPTION_KEY",
+    ],
+    [
+      { ENCRYPTION_KEY: base64(key), SERVER_REVEAL_TOKEN: toHex(key.slice().reverse()) },
+      "SERVER_REVEAL_TOKEN must differ from ENCRYPTION_KEY",
+    ],
+    // Encoded twice: the key in hex, that text in base64.
+    [
+      { ENCRYPTION_KEY: base64(key), SERVER_REVEAL_TOKEN: encodedText(toHex(key), "base64") },
+      "SERVER_REVEAL_TOKEN must differ from ENCRYPTION_KEY",
+    ],
+  ];
+  for (const [env, problem] of cases) {
+    const problems = productionProblems(env);
+    assert.ok(problems.includes(problem), `${problem}: ${problems}`);
+  }
+});
+
 Deno.test("production finds the development mark in any case and after whitespace", () => {
   for (const mark of ["Dev-", "DEV-", "dEv-"]) {
     for (const name of ["SERVER_REVEAL_TOKEN", "JWT_SECRET"]) {
@@ -212,6 +300,14 @@ Deno.test("1,000 random secrets and keys of each documented format pass producti
       ENCRYPTION_KEYS: `k2:${keys[i % 2]()},k1:${keys[(i + 1) % 2]()}`,
       SERVER_REVEAL_TOKEN: revealTokens[i % revealTokens.length](),
       JWT_SECRET: jwtSecrets[i % jwtSecrets.length](),
+      // Public keys as Supabase gives them: a legacy anon JWT, publishable keys.
+      SUPABASE_ANON_KEY: `eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.${randomBase64Url(60)}.${
+        randomBase64Url(32)
+      }`,
+      SUPABASE_PUBLISHABLE_KEYS: JSON.stringify({
+        default: `sb_publishable_${hex(24)}`,
+        web: `sb_publishable_${hex(24)}`,
+      }),
     });
     try {
       parseConfig(env);

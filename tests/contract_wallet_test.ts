@@ -1081,6 +1081,50 @@ const behaviours: Record<string, Behaviour> = {
     );
   },
 
+  async "a contract wallet's proof budget is its chain's own: the same address's wallet on another chain using all of it leaves the owner signing in"(
+    app,
+    w,
+  ) {
+    await awayFromWindowEdge(30);
+    const limit = 10;
+    const fetch = appWith(
+      app,
+      { ...w.env, RATE_LIMIT_PROOF_PER_ADDRESS_PER_MINUTE: String(limit) },
+      capturingLogger().log,
+    );
+    const [alice, bob] = [newWallet(), newWallet()];
+    const address = await oneAddressTwoOwners(w, alice, bob);
+    const signInto = async (chainId: number, owner: PrivateKeyAccount) => {
+      const answer = await nonceFor(fetch, address, chainId);
+      return prove(fetch, answer.message, await ownerSignature(owner, answer.message), ownIp());
+    };
+    for (let i = 0; i < limit; i++) await signedIn(signInto(CHAIN_B, bob));
+    await refused(signInto(CHAIN_B, bob), 429, "rate_limited");
+    const aliceOnA = await signedIn(signInto(CHAIN_A, alice));
+    assert.equal(aliceOnA.user.wallet_address.toLowerCase(), address.toLowerCase());
+  },
+
+  async "a key's proof budget is one on every chain, as the key is one creator on every chain"(
+    app,
+    w,
+  ) {
+    await awayFromWindowEdge(30);
+    const limit = 4;
+    const fetch = appWith(
+      app,
+      { ...w.env, RATE_LIMIT_PROOF_PER_ADDRESS_PER_MINUTE: String(limit) },
+      capturingLogger().log,
+    );
+    const key = newWallet();
+    const signInto = async (chainId: number) => {
+      const answer = await nonceFor(fetch, key.address, chainId);
+      return prove(fetch, answer.message, await key.signMessage({ message: answer.message }));
+    };
+    for (let i = 0; i < limit; i++) await signedIn(signInto(i % 2 === 0 ? CHAIN_A : CHAIN_B));
+    await refused(signInto(CHAIN_A), 429, "rate_limited");
+    await refused(signInto(CHAIN_B), 429, "rate_limited");
+  },
+
   "the chains sign-in allows without an RPC are named at start"(app, w) {
     const captured = capturingLogger();
     appWith(app, w.env, captured.log);

@@ -245,6 +245,33 @@ describeWithDatabase("the browser client's creator controls", {
     }
   },
 
+  async "a sign-out message that lists other sessions than those chosen is never signed"(app) {
+    const signer = wallet();
+    const otherDevice = await signIn(app, signer.account);
+    const chosen = sessionIdOf(otherDevice.accessToken);
+    for (
+      const tamper of [
+        (message: string) => message.replace(chosen, crypto.randomUUID()),
+        (message: string) => `${message}\n- urn:uuid:${crypto.randomUUID()}`,
+        (message: string) => message.replace(/\nResources:\n.*$/s, ""),
+      ]
+    ) {
+      const { client } = clientFor(app, {
+        answer: (path, body) =>
+          path.endsWith("/confirm/nonce")
+            ? { ...body, message: tamper(body.message as string) }
+            : body,
+      });
+      await client.signIn(signer.provider);
+      const signed = signer.signed.length;
+      const error = await rejects(client.controls.signOutSessions(signer.provider, [chosen]));
+      assert.equal(error.code, "message_mismatch");
+      assert.match(error.message, /resources/);
+      assert.equal(signer.signed.length, signed, "the wallet was not asked");
+    }
+    assert.equal(await accessOf(app, otherDevice.accessToken), null);
+  },
+
   async "the sessions list marks this one; signing another device out ends it there alone"(app) {
     const { client, session, signer } = await signedIn(app);
     const otherDevice = await signIn(app, signer.account);

@@ -14,6 +14,7 @@ import type { Database } from "../functions/_shared/db/db.ts";
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 import { silentLogger } from "./support/log.ts";
 import { createLocalApp } from "../server/app.ts";
+import { API_ROUTES } from "../functions/api/handler.ts";
 import { asCreator } from "./support/as-creator.ts";
 import { newWallet, type SignedIn, signIn, TEST_ORIGIN, type TestApp } from "./support/app.ts";
 import { messageFor, type NonceAnswer } from "./support/siwe.ts";
@@ -24,6 +25,7 @@ type Purpose = "unlock" | "sign_out_sessions" | "delete_account";
 
 interface ConfirmNonce extends NonceAnswer {
   purpose: Purpose;
+  resources?: string[];
 }
 
 interface Answer {
@@ -72,22 +74,37 @@ function expectError(answer: Answer, status: number, code: string) {
 const askConfirmNonce = (fetch: Fetch, init: { token?: string; body: unknown }) =>
   send(fetch, "POST", "/api/auth/confirm/nonce", init);
 
-const confirmNonce = async (fetch: Fetch, token: string, purpose: Purpose, chainId?: number) =>
+/** A confirmation nonce for `purpose`; a sign-out's names the sessions it ends (`sessionIds`). */
+const confirmNonce = async (
+  fetch: Fetch,
+  token: string,
+  purpose: Purpose,
+  chainId?: number,
+  sessionIds?: string[],
+) =>
   expectOk(
     await askConfirmNonce(fetch, {
       token,
-      body: chainId === undefined ? { purpose } : { purpose, chainId },
+      body: {
+        purpose,
+        ...(chainId === undefined ? {} : { chainId }),
+        ...(sessionIds === undefined ? {} : { sessionIds }),
+      },
     }),
   ) as ConfirmNonce;
 
-/** A nonce for `purpose` asked by `creator`'s session, and its message signed by `signer`. */
+/**
+ * A nonce for `purpose` asked by `creator`'s session (a sign-out's for `sessionIds`), and its
+ * message signed by `signer`.
+ */
 async function freshSignature(
   fetch: Fetch,
   creator: SignedIn,
   purpose: Purpose,
   signer: PrivateKeyAccount = creator.account,
+  sessionIds?: string[],
 ) {
-  const answer = await confirmNonce(fetch, creator.accessToken, purpose);
+  const answer = await confirmNonce(fetch, creator.accessToken, purpose, undefined, sessionIds);
   return {
     answer,
     message: answer.message,
@@ -177,14 +194,24 @@ describeWithDatabase("creator controls", {
   ) {
     const creator = await signIn(app);
     const statements = new Set<string>();
+    const sessionIds = [sessionIdOf(creator.accessToken)];
     for (const purpose of ["unlock", "sign_out_sessions", "delete_account"] as const) {
-      const answer = await confirmNonce(app.fetch, creator.accessToken, purpose);
+      const answer = await confirmNonce(
+        app.fetch,
+        creator.accessToken,
+        purpose,
+        undefined,
+        purpose === "sign_out_sessions" ? sessionIds : undefined,
+      );
       assert.equal(answer.purpose, purpose);
       assert.match(answer.nonce, /^[A-Za-z0-9]{32}$/);
       assert.equal(answer.domain, new URL(TEST_ORIGIN).host);
       assert.equal(answer.chainId, 1);
       // The message is what viem builds from the fields, for the session's wallet.
-      assert.equal(answer.message, messageFor(answer, creator.account.address));
+      assert.equal(
+        answer.message,
+        messageFor(answer, creator.account.address, { resources: answer.resources }),
+      );
       assert.ok(answer.message.includes(creator.account.address));
       statements.add(answer.statement);
     }
@@ -672,6 +699,85 @@ describeWithDatabase("creator controls", {
     );
   },
 
+  async "a sign-out's signature covers the sessions its message lists: signed for one session, it ends no other"(
+    app,
+  ) {
+    const account = newWallet();
+    const [laptop, phone, tablet] = [
+      await signIn(app, account),
+      await signIn(app, account),
+      await signIn(app, account),
+    ];
+    const [phoneId, tabletId] = [sessionIdOf(phone.accessToken), sessionIdOf(tablet.accessToken)];
+    // Shown to the owner as signing out the phone, say by whoever holds the laptop's session.
+    const proof = await freshSignature(app.fetch, laptop, "sign_out_sessions", account, [phoneId]);
+    assert.deepEqual(proof.answer.resources, [`urn:uuid:${phoneId}`]);
+    assert.ok(proof.message.endsWith(`\nResources:\n- urn:uuid:${phoneId}`), proof.message);
+    const signOut = (sessionIds: string[]) =>
+      send(app.fetch, "POST", "/api/auth/sessions/sign-out", {
+        token: laptop.accessToken,
+        body: { message: proof.message, signature: proof.signature, sessionIds },
+      });
+    for (const other of [[tabletId], [phoneId, tabletId], [sessionIdOf(laptop.accessToken)]]) {
+      expectError(await signOut(other), 401, "purpose_mismatch");
+    }
+    assert.equal((await nonceRow(app, proof.answer.nonce)).used_at, null);
+    for (const live of [phone, tablet]) {
+      expectOk(await send(app.fetch, "GET", "/api/secrets", { token: live.accessToken }));
+    }
+    // The sessions it lists, in any case and order, once each: signed out.
+    assert.deepEqual(expectOk(await signOut([phoneId.toUpperCase(), phoneId])), { signedOut: 1 });
+    expectError(
+      await send(app.fetch, "GET", "/api/secrets", { token: phone.accessToken }),
+      401,
+      "session_revoked",
+    );
+    expectOk(await send(app.fetch, "GET", "/api/secrets", { token: tablet.accessToken }));
+  },
+
+  async "a sign-out's nonce is asked for the sessions it will end, and only a sign-out's names any"(
+    app,
+  ) {
+    const creator = await signIn(app);
+    const id = sessionIdOf(creator.accessToken);
+    for (
+      const body of [
+        { purpose: "sign_out_sessions" },
+        { purpose: "sign_out_sessions", sessionIds: [] },
+        { purpose: "sign_out_sessions", sessionIds: ["not-a-session"] },
+        { purpose: "sign_out_sessions", sessionIds: Array.from({ length: 51 }, () => id) },
+        { purpose: "unlock", sessionIds: [id] },
+        { purpose: "delete_account", sessionIds: [id] },
+      ]
+    ) {
+      expectError(
+        await askConfirmNonce(app.fetch, { token: creator.accessToken, body }),
+        400,
+        "invalid_request",
+      );
+    }
+    // Fifty sessions fit one message.
+    const fifty = Array.from({ length: 50 }, () => crypto.randomUUID());
+    const answer = await confirmNonce(
+      app.fetch,
+      creator.accessToken,
+      "sign_out_sessions",
+      undefined,
+      fifty,
+    );
+    assert.equal(answer.resources?.length, 50);
+    const signature = await creator.account.signMessage({ message: answer.message });
+    // Unknown ids: not found, whatever the signature covers.
+    expectError(
+      await send(app.fetch, "POST", "/api/auth/sessions/sign-out", {
+        token: creator.accessToken,
+        body: { message: answer.message, signature, sessionIds: fifty },
+      }),
+      404,
+      "session_not_found",
+    );
+  },
+
   async "signing a session out takes a fresh signature, and another creator's session is out of reach"(
     app,
   ) {
@@ -682,7 +788,13 @@ describeWithDatabase("creator controls", {
     const lostId = sessionIdOf(lostPhone.accessToken);
 
     // The stranger names the creator's session: not found, and nothing ends.
-    const strangerProof = await freshSignature(app.fetch, stranger, "sign_out_sessions");
+    const strangerProof = await freshSignature(
+      app.fetch,
+      stranger,
+      "sign_out_sessions",
+      stranger.account,
+      [lostId],
+    );
     expectError(
       await send(app.fetch, "POST", "/api/auth/sessions/sign-out", {
         token: stranger.accessToken,
@@ -717,20 +829,19 @@ describeWithDatabase("creator controls", {
       400,
       "invalid_request",
     );
-    const proof = await freshSignature(app.fetch, laptop, "sign_out_sessions");
-    // A list naming the stranger's session too: nothing ends, and the nonce is kept.
+    // A list naming the stranger's session too, signed: nothing ends, and the nonce is kept.
+    const both = [lostId, sessionIdOf(stranger.accessToken)];
+    const wider = await freshSignature(app.fetch, laptop, "sign_out_sessions", account, both);
     expectError(
       await send(app.fetch, "POST", "/api/auth/sessions/sign-out", {
         token: laptop.accessToken,
-        body: {
-          message: proof.message,
-          signature: proof.signature,
-          sessionIds: [lostId, sessionIdOf(stranger.accessToken)],
-        },
+        body: { message: wider.message, signature: wider.signature, sessionIds: both },
       }),
       404,
       "session_not_found",
     );
+    assert.equal((await nonceRow(app, wider.answer.nonce)).used_at, null);
+    const proof = await freshSignature(app.fetch, laptop, "sign_out_sessions", account, [lostId]);
     assert.deepEqual(
       expectOk(
         await send(app.fetch, "POST", "/api/auth/sessions/sign-out", {
@@ -965,5 +1076,109 @@ describeWithDatabase("creator controls for a contract wallet", {
     );
     assert.equal(chain.checks.length, 1);
     assert.equal((await nonceRow(app, answer.nonce)).used_at, null);
+  },
+});
+
+describeWithDatabase("an ended session and the creator's budgets", {
+  async "every route that takes a session refuses an ended one before it spends anything of the creator's"(
+    app,
+  ) {
+    // A contract wallet, so the acts that need a fresh signature take the path that asks a chain.
+    const chainId = 31337;
+    const wallet = newWallet().address;
+    const walletSignature = `0x${"ab".repeat(96)}`;
+    const chain = fakeChain(chainId, wallet, walletSignature);
+    const { handler } = createLocalApp(
+      createServiceContext(app.config, app.database.db, silentLogger, {
+        ownOrigins: [TEST_ORIGIN],
+        chainVerifier: chain.verifier,
+      }),
+    );
+    const fetch: Fetch = (path, init = {}) => {
+      const request = new Request(new URL(path, TEST_ORIGIN), init);
+      request.headers.set("x-forwarded-for", "192.0.2.46");
+      return handler(request);
+    };
+    const nonce = expectOk(
+      await send(fetch, "POST", "/api/auth/nonce", { body: { address: wallet, chainId } }),
+    );
+    const session = expectOk(
+      await send(fetch, "POST", "/api/auth/wallet-proof", {
+        body: { message: nonce.message, signature: walletSignature },
+      }),
+    );
+    const token = session.access_token as string;
+    const userId = session.user.id as string;
+    expectOk(await save(app, token, "provider_b_key", "sk-ended-session-0123456789abcdef"));
+    // Signed while the session was live, as a thief holding the device could have.
+    const signed = async (purpose: Purpose, sessionIds?: string[]) => ({
+      message: (await confirmNonce(fetch, token, purpose, undefined, sessionIds)).message,
+      signature: walletSignature,
+    });
+    const proofs = {
+      unlock: await signed("unlock"),
+      sign_out_sessions: await signed("sign_out_sessions", [sessionIdOf(token)]),
+      delete_account: await signed("delete_account"),
+    };
+    const sessionId = sessionIdOf(token);
+    // Sign out everywhere; the access token stays unexpired.
+    expectOk(
+      await send(fetch, "POST", "/api/auth/logout", { token, body: { scope: "global" } }),
+      204,
+    );
+
+    const creatorsBudgets = async () =>
+      (await app.database.db.query<{ bucket: string; hits: number }>(
+        `select bucket, hits from public.rate_limit_windows
+          where strpos(bucket, $1) > 0 or strpos(bucket, $2) > 0 order by bucket`,
+        [userId, wallet.toLowerCase()],
+      )).map((row) => `${row.bucket}=${row.hits}`);
+    const before = await creatorsBudgets();
+    const checksBefore = chain.checks.length;
+
+    const routes: [method: string, path: string, options: Parameters<typeof send>[3]][] = [
+      ["GET", "/api/secrets", {}],
+      ["PUT", "/api/secrets", {
+        body: { secretType: "provider_c_key", value: "sk-0123456789abcdefgh" },
+      }],
+      ["DELETE", "/api/secrets", { body: { secretType: "provider_b_key" } }],
+      ["POST", "/api/secrets/reveal", { serverToken: app.config.serverRevealToken, body: {} }],
+      ["POST", "/api/auth/logout", { body: { scope: "global" } }],
+      ["POST", "/api/auth/confirm/nonce", { body: { purpose: "unlock" } }],
+      ["GET", "/api/auth/sessions", {}],
+      [
+        "POST",
+        "/api/auth/sessions/sign-out",
+        { body: { ...proofs.sign_out_sessions, sessionIds: [sessionId] } },
+      ],
+      ["GET", "/api/secrets/activity", {}],
+      ["GET", "/api/secrets/lock", {}],
+      ["POST", "/api/secrets/lock", {}],
+      ["POST", "/api/secrets/unlock", { body: proofs.unlock }],
+      ["DELETE", "/api/account", { body: proofs.delete_account }],
+      ["GET", "/api/account/export", {}],
+    ];
+    // Every /api path but the three that take no session (a nonce, a proof, a refresh token).
+    const sessionless = ["/auth/nonce", "/auth/wallet-proof", "/auth/refresh"];
+    assert.deepEqual(
+      [...new Set(routes.map(([, path]) => path.slice("/api".length)))].sort(),
+      Object.keys(API_ROUTES).filter((path) => !sessionless.includes(path)).sort(),
+    );
+    for (const [method, path, options] of routes) {
+      const answer = await send(fetch, method, path, { ...options, token });
+      assert.equal(answer.status, 401, `${method} ${path}: ${answer.text}`);
+      assert.equal(answer.body.error.code, "session_revoked", `${method} ${path}: ${answer.text}`);
+    }
+    // A wrong reveal token is refused for the token first: counted for the client, not the creator.
+    const wrongToken = await send(fetch, "POST", "/api/secrets/reveal", {
+      token,
+      serverToken: `${app.config.serverRevealToken}x`,
+      body: {},
+    });
+    assert.equal(wrongToken.status, 403, wrongToken.text);
+
+    assert.deepEqual(await creatorsBudgets(), before, "a budget of the creator's was spent");
+    assert.equal(chain.checks.length, checksBefore, "the wallet's chain was asked");
+    assert.deepEqual((await trail(app, userId)).map((event) => event.action), ["put"]);
   },
 });

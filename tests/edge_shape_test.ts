@@ -8,6 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { createClient, FunctionsHttpError } from "@supabase/supabase-js";
+import { hashMessage } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { generateDevKeys } from "../server/dev-keys.ts";
 import { openTestDatabase } from "./support/database.ts";
@@ -20,6 +21,7 @@ import {
   supabaseShapedKey,
 } from "./support/edge.ts";
 import { findPgBouncer, startPgBouncer } from "./support/pgbouncer.ts";
+import { startWalletRpcStandIn } from "./support/wallet-rpc-stand-in.ts";
 
 const ORIGIN = "https://app.example.com";
 const lookup = await findPgBouncer();
@@ -432,12 +434,12 @@ Deno.test({
               serverToken: serverRevealToken,
               body: { secretTypes: ["provider_d_key"] },
             });
-          /** A fresh signature for `purpose`, asked through the api function. */
-          const signed = async (purpose: string) => {
+          /** A fresh signature for `purpose` (a sign-out's for `sessionIds`), through the api function. */
+          const signed = async (purpose: string, sessionIds?: string[]) => {
             const nonce = await call("/functions/v1/api/auth/confirm/nonce", {
               method: "POST",
               token,
-              body: { purpose },
+              body: sessionIds === undefined ? { purpose } : { purpose, sessionIds },
             });
             assert.equal(nonce.status, 200, JSON.stringify(nonce.body));
             const message = nonce.body.message as string;
@@ -478,7 +480,7 @@ Deno.test({
           const signedOut = await call("/functions/v1/api/auth/sessions/sign-out", {
             method: "POST",
             token,
-            body: { ...await signed("sign_out_sessions"), sessionIds: [other.id] },
+            body: { ...await signed("sign_out_sessions", [other.id]), sessionIds: [other.id] },
           });
           assert.deepEqual([signedOut.status, signedOut.body], [200, { signedOut: 1 }]);
           const ended = await call("/functions/v1/api/secrets", {
@@ -501,6 +503,71 @@ Deno.test({
           assert.notEqual(again.user.id, session.user.id);
           const empty = await call("/functions/v1/api/secrets", { token: again.access_token });
           assert.deepEqual(empty.body.secrets, []);
+        },
+      );
+
+      await t.step(
+        "a contract wallet's proof budget is its chain's own: with two chains behind one RPC stand-in, the same address's wallet on one using its whole budget leaves the owner on the other signing in",
+        async () => {
+          const [mainnet, base] = [1, 8453];
+          // The eleven sign-ins below in one minute's window (every limit counts per minute).
+          const intoMinute = (Date.now() / 1000) % 60;
+          if (intoMinute > 45) {
+            await new Promise((resolve) => setTimeout(resolve, (60 - intoMinute) * 1000 + 500));
+          }
+          const standIn = await startWalletRpcStandIn([mainnet, base]);
+          const shape = await startEdgeShape({
+            env: {
+              ...env,
+              CHAIN_RPC_URLS: standIn.chainRpcUrls,
+              // Every request comes from the gateway's one address: the RPC budgets per client
+              // are not what this step is about, the wallet's proof budget (default 10) is.
+              RATE_LIMIT_RPC_PER_MINUTE: "1000",
+              RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE: "1000",
+              RATE_LIMIT_RPC_PER_ADDRESS_PER_CLIENT_PER_MINUTE: "100",
+              // The runtime's own trust store, as a platform's holds the RPC provider's CA.
+              DENO_CERT: standIn.caFile,
+            },
+            functions: ["wallet-proof"],
+          });
+          try {
+            const via = client(shape);
+            const [alice, bob] = [0, 1].map(() => privateKeyToAccount(generatePrivateKey()));
+            const wallet = privateKeyToAccount(generatePrivateKey()).address;
+            standIn.setOwner(mainnet, wallet, alice.address);
+            standIn.setOwner(base, wallet, bob.address);
+            const signInto = async (chainId: number, owner: typeof alice) => {
+              const nonce = await via("/functions/v1/wallet-proof/nonce", {
+                method: "POST",
+                body: { address: wallet, chainId },
+              });
+              assert.equal(nonce.status, 200, JSON.stringify(nonce.body));
+              const message = nonce.body.message as string;
+              // The owner's key signs the EIP-191 hash; the wallet (the stand-in) checks it.
+              const signature = await owner.sign({ hash: hashMessage(message) });
+              return await via("/functions/v1/wallet-proof", {
+                method: "POST",
+                body: { message, signature },
+              });
+            };
+            const bobs: string[] = [];
+            for (let i = 0; i < 10; i++) {
+              const answer = await signInto(base, bob);
+              assert.equal(answer.status, 200, JSON.stringify(answer.body));
+              bobs.push((answer.body.user as { id: string }).id);
+            }
+            const over = await signInto(base, bob);
+            assert.equal(over.status, 429, JSON.stringify(over.body));
+            const alices = await signInto(mainnet, alice);
+            assert.equal(alices.status, 200, JSON.stringify(alices.body));
+            assert.notEqual((alices.body.user as { id: string }).id, bobs[0]);
+            assert.deepEqual([standIn.calls.get(mainnet), standIn.calls.get(base)], [1, 11]);
+            const rpcHost = new URL(standIn.chainRpcUrls.split(",")[0].split("=")[1]).host;
+            assert.ok(!shape.output().includes(rpcHost), "the RPC's URL reached the logs");
+          } finally {
+            await shape.stop();
+            await standIn.close();
+          }
         },
       );
 

@@ -563,3 +563,22 @@ Deno.test("discoverWallets collects EIP-6963 announcements, and falls back to wi
     delete global.ethereum;
   }
 });
+
+Deno.test("the browser client calls an http:// API on any host, as a page on that host needs (docs/security.md says why)", async () => {
+  const asked: string[] = [];
+  for (const baseUrl of ["http://192.168.1.20:54321/api", "http://vault.example.com/api"]) {
+    const client = createVaultClient({
+      baseUrl,
+      storage: memoryStorage(),
+      fetch: (input) => {
+        asked.push(String(input));
+        return Promise.resolve(Response.json({ configured: true, secretTypes: [], secrets: [] }));
+      },
+    });
+    await client.status();
+  }
+  assert.deepEqual(asked, [
+    "http://192.168.1.20:54321/api/secrets",
+    "http://vault.example.com/api/secrets",
+  ]);
+});

@@ -30,6 +30,11 @@ export const confirmNonceAnswer = answerSchema(
         "allowed, else 1.",
       statement: "What the signature authorizes, fixed per purpose.",
     }),
+    resources: described(
+      z.array(z.string()),
+      "For `sign_out_sessions` only: the message's EIP-4361 resources, one `urn:uuid:<id>` per " +
+        "session it ends, as asked (lower case, each once).",
+    ).optional(),
     message: described(
       z.string(),
       "The whole EIP-4361 message for the signed-in wallet, ready to sign.",

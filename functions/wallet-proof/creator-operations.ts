@@ -27,7 +27,12 @@ describeRequest(
     id: "ConfirmNonceRequest",
     description: "The act to authorize; a key's creator may name its wallet's chain.",
   },
-  { purpose: "`unlock`, `sign_out_sessions` or `delete_account`." },
+  {
+    purpose: "`unlock`, `sign_out_sessions` or `delete_account`.",
+    sessionIds: "For `sign_out_sessions`, required (and refused for any other purpose): 1 to 50 " +
+      "of the creator's session ids, which the message lists as its resources; the sign-out " +
+      "must then name exactly these.",
+  },
 );
 describeRequest(freshSignatureRequest, {
   id: "FreshSignatureRequest",
@@ -40,8 +45,8 @@ describeRequest(
     description: "The signed `sign_out_sessions` message and the sessions to end.",
   },
   {
-    sessionIds: "1 to 100 of the creator's session ids (GET /api/auth/sessions); this one may " +
-      "be among them.",
+    sessionIds: "1 to 50 of the creator's session ids (GET /api/auth/sessions), exactly those " +
+      "the signed message lists as its resources; this one may be among them.",
   },
 );
 
@@ -107,8 +112,9 @@ export const CREATOR_WALLET_PROOF_OPERATIONS: readonly Operation[] = [
     operationId: "signOutSessions",
     tag: TAG,
     summary: "The named sessions of the creator ended, with a fresh signature",
-    description: `${FRESH_SIGNATURE_NOTE} Every id must name a session of this creator, else ` +
-      "404 session_not_found and nothing ends (the nonce stays unspent).",
+    description: `${FRESH_SIGNATURE_NOTE} The message must list exactly these sessions as its ` +
+      "resources (else 401 purpose_mismatch), and every id must name a session of this creator, " +
+      "else 404 session_not_found and nothing ends (the nonce stays unspent).",
     auth: "session",
     body: body(signOutSessionsRequest, { ...EXAMPLE_PROOF, sessionIds: [EXAMPLE_SESSION_ID] }, {
       maxBytes: MAX_PROOF_BODY_BYTES,

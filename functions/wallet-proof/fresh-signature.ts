@@ -13,7 +13,7 @@ import { z } from "zod";
 import type { AppConfig } from "../_shared/config/app-config.ts";
 import type { Database } from "../_shared/db/db.ts";
 import { clientIp, enforceRateLimit } from "../_shared/auth/rate-limit.ts";
-import type { TokenIdentity } from "../_shared/auth/session-tokens.ts";
+import { requireSessionLive, type TokenIdentity } from "../_shared/auth/session-tokens.ts";
 import { checkSiweMessage, toStatement, verifySignature } from "../_shared/auth/siwe.ts";
 import { MAX_MESSAGE_LENGTH } from "../_shared/auth/siwe-parser.ts";
 import { MAX_CONTRACT_SIGNATURE_BYTES } from "../_shared/chain/contract-signatures.ts";
@@ -69,6 +69,8 @@ export interface FreshSigner {
   readonly messageChainId: number;
   /** Null: the key signed (a key is the same creator on every chain); else the contract's chain. */
   readonly identityChainId: number | null;
+  /** The message's EIP-4361 resources (none: empty), which the signature covers. */
+  readonly resources: readonly string[];
 }
 
 export interface FreshSignatureDeps {
@@ -128,13 +130,19 @@ export function createFreshSignatureCheck(deps: FreshSignatureDeps): FreshSignat
       if (!(error instanceof ServiceError)) throw error;
       byKey = false;
     }
-    // Not the key's: perhaps the creator's contract wallet, asked on its chain like a sign-in.
-    if (!byKey) await checkContractProof(request, fields, body.message, body.signature);
+    // Not the key's: perhaps the creator's contract wallet, asked on its chain like a sign-in. The
+    // check spends the wallet's RPC budgets, so an ended session is refused before it (the act's
+    // own statement checks the session for a key's signature, which spends nothing before).
+    if (!byKey) {
+      await requireSessionLive(db, session);
+      await checkContractProof(request, fields, body.message, body.signature);
+    }
     return {
       nonce: fields.nonce,
       walletAddress,
       messageChainId: fields.chainId,
       identityChainId: byKey ? null : fields.chainId,
+      resources: fields.resources ?? [],
     };
   };
 }

@@ -37,6 +37,8 @@ export interface MessageToSign {
   readonly issuedAt: Date;
   readonly expiresAt: Date;
   readonly statement: string;
+  /** EIP-4361 resources: what the act applies to (the sessions a sign-out ends). */
+  readonly resources?: readonly string[];
 }
 
 /**
@@ -63,6 +65,7 @@ export function nonceMessage(
       chainId: message.chainId,
       version: "1" as const,
       statement: message.statement,
+      ...(message.resources === undefined ? {} : { resources: [...message.resources] }),
     },
     forAddress: (address: string): string =>
       buildSiweMessage({
@@ -73,6 +76,7 @@ export function nonceMessage(
         issuedAt: message.issuedAt,
         expirationTime: message.expiresAt,
         statement: message.statement,
+        ...(message.resources === undefined ? {} : { resources: message.resources }),
         address: checksumAddress(address),
       }),
   };

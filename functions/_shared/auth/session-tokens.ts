@@ -148,14 +148,19 @@ export function createSessionTokens(options: SessionTokenOptions): SessionTokens
 
     async checkLiveSession(token) {
       const session = await checkToken(token);
-      const [{ live }] = await options.db.query<{ live: boolean }>(LIVE_SESSION, [
-        session.sessionId,
-        session.userId,
-      ]);
-      if (!live) throw sessionEnded();
+      await requireSessionLive(options.db, session);
       return session;
     },
   };
+}
+
+/** session_revoked unless the database says `session` is live (one query). */
+export async function requireSessionLive(db: Queryable, session: SessionIdentity): Promise<void> {
+  const [{ live }] = await db.query<{ live: boolean }>(LIVE_SESSION, [
+    session.sessionId,
+    session.userId,
+  ]);
+  if (!live) throw sessionEnded();
 }
 
 /** Whether the session is live (not revoked, not expired): the database's one definition of it. */

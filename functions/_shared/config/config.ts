@@ -10,6 +10,7 @@ import { databaseUrl, type Env, type EnvVars, FORWARDED_FOR, readEnvVars } from 
 import { type EncryptionKeySpec, keyringEntrySecret, parseKeyring } from "./keyring.ts";
 import { type ComparedSecret, comparedSecret, sharedSecrets, weakSecret } from "./weak-secrets.ts";
 import { localStackProblems } from "./local-stack.ts";
+import { isLoopbackHostname } from "../http/loopback.ts";
 import {
   parseChainIds,
   parseChainRpcUrls,
@@ -97,7 +98,13 @@ export function parseConfig(
 
   if (production) {
     problems.unshift(...missingInProduction(env, REQUIRED_IN_PRODUCTION));
-    problems.push(...serviceSecretProblems(vars, keyring.map(keyringEntrySecret)));
+    problems.push(
+      ...serviceSecretProblems(
+        vars,
+        keyring.map(keyringEntrySecret),
+        publicKeys(vars, publishableKeys),
+      ),
+    );
     if (
       vars.ALLOWED_ORIGINS !== undefined && vars.ALLOWED_ORIGINS.split(",").every((o) => !o.trim())
     ) {
@@ -105,8 +112,16 @@ export function parseConfig(
     }
     if (allowedOrigins.some((origin) => !origin.startsWith("https://"))) {
       // A page served over http can be read and rewritten on the way: its sign-in and its session
-      // token are the network's, so production lets in https pages only (localhost included).
+      // token are the network's, so production lets in https pages only.
       problems.push("ALLOWED_ORIGINS must hold https origins in production (no http://)");
+    }
+    if (allowedOrigins.some((origin) => isLoopbackHostname(new URL(origin).hostname))) {
+      // Whatever listens on that port of a creator's machine would be let in, over https as over
+      // http (a local program can trust its own certificate); no production page is served there.
+      problems.push(
+        "ALLOWED_ORIGINS must name no loopback origin in production (localhost, 127.0.0.0/8, " +
+          "[::1]), https ones included",
+      );
     }
   } else {
     problems.push(...localStackProblems(vars.APP_ENV, vars));
@@ -208,19 +223,43 @@ function readEnv(
 }
 
 /**
- * Production's refusals of SERVER_REVEAL_TOKEN and JWT_SECRET (weak-secrets.ts): each one's own
- * weakness, then either one a copy of the other or of an encryption key. Whoever holds the reveal
- * token could otherwise sign session tokens for anyone, then reveal.
+ * The service's own secrets as production compares them: the reveal token (each variable that holds
+ * one; issue 42's stored credentials are hashed in the database, not configured here) and the JWT
+ * secret.
  */
-function serviceSecretProblems(vars: EnvVars, keys: readonly ComparedSecret[]): string[] {
-  const given: [string, string | undefined][] = [
-    ["SERVER_REVEAL_TOKEN", vars.SERVER_REVEAL_TOKEN],
-    ["JWT_SECRET", vars.JWT_SECRET],
-  ];
-  const secrets = given.filter((pair): pair is [string, string] => pair[1] !== undefined);
+const SERVICE_SECRETS = ["SERVER_REVEAL_TOKEN", "JWT_SECRET"] as const;
+
+/**
+ * Production's refusals of the service's secrets (weak-secrets.ts): each one's own weakness, then
+ * any one a copy of another, of an encryption key, or of a public key, as written, re-encoded or
+ * reversed. Whoever holds the reveal token could otherwise sign session tokens for anyone, then
+ * reveal; and a public key is in every frontend's bundle.
+ */
+function serviceSecretProblems(
+  vars: EnvVars,
+  keys: readonly ComparedSecret[],
+  publicKeys: readonly ComparedSecret[],
+): string[] {
+  const secrets = SERVICE_SECRETS.flatMap((name) => {
+    const value = vars[name];
+    return value === undefined ? [] : [[name, value] as const];
+  });
+  const compared = secrets.map(([name, value]) => comparedSecret(name, value));
   return [
     ...secrets.flatMap(([name, value]) => weakSecret(value, name)),
-    ...sharedSecrets(secrets.map(([name, value]) => comparedSecret(name, value)), keys),
+    ...sharedSecrets(compared, [...keys, ...publicKeys]),
+  ];
+}
+
+/** SUPABASE_ANON_KEY and every SUPABASE_PUBLISHABLE_KEYS entry, named for a refusal. */
+function publicKeys(vars: EnvVars, publishable: readonly string[]): ComparedSecret[] {
+  return [
+    ...(vars.SUPABASE_ANON_KEY === undefined
+      ? []
+      : [comparedSecret("SUPABASE_ANON_KEY (a public key)", vars.SUPABASE_ANON_KEY)]),
+    ...publishable.map((key, i) =>
+      comparedSecret(`SUPABASE_PUBLISHABLE_KEYS entry ${i + 1} (a public key)`, key)
+    ),
   ];
 }
 

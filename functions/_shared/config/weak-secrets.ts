@@ -100,7 +100,9 @@ export function comparedSecret(name: string, value: string): ComparedSecret {
 /**
  * Pairs that are one secret twice, or near-copies (sharing SHARED_RUN_CHARACTERS in a row, in any
  * case, or SHARED_RUN_BYTES of what they decode to): each pair within `group`, and each of `group`
- * with each of `others` (pairs within `others` are the caller's to check).
+ * with each of `others` (pairs within `others` are the caller's to check). Each is compared as
+ * written, as what it decodes to (hex or base64, twice over), and reversed, so one secret re-encoded
+ * or reversed is found as the other (forms).
  */
 export function sharedSecrets(
   group: readonly ComparedSecret[],
@@ -112,14 +114,17 @@ export function sharedSecrets(
     ...group.flatMap((a) => others.map((b) => [a, b] as const)),
   ];
   for (const [a, b] of pairs) {
-    const same = a.text === b.text ||
-      (a.bytes !== null && b.bytes !== null && latin1(a.bytes) === latin1(b.bytes));
-    if (same) {
+    const formsOfA = forms(a);
+    const formsOfB = forms(b).flatMap((form) => [form, { ...form, value: reverse(form.value) }]);
+    const comparisons = formsOfA.flatMap((x) => formsOfB.map((y) => [x, y] as const));
+    if (comparisons.some(([x, y]) => x.value === y.value)) {
       problems.push(`${a.name} must differ from ${b.name}`);
     } else if (
-      sharesRun(a.text.toLowerCase(), b.text.toLowerCase(), SHARED_RUN_CHARACTERS) ||
-      (a.bytes !== null && b.bytes !== null &&
-        sharesRun(latin1(a.bytes), latin1(b.bytes), SHARED_RUN_BYTES))
+      comparisons.some(([x, y]) =>
+        x.kind === "text" && y.kind === "text"
+          ? sharesRun(x.value.toLowerCase(), y.value.toLowerCase(), SHARED_RUN_CHARACTERS)
+          : sharesRun(x.value, y.value, SHARED_RUN_BYTES)
+      )
     ) {
       problems.push(
         `${a.name} and ${b.name} share a run of ${SHARED_RUN_CHARACTERS} characters ` +
@@ -128,6 +133,33 @@ export function sharedSecrets(
     }
   }
   return problems;
+}
+
+/** One way to read a secret, as a Latin-1 string: its text, or bytes it decodes to. */
+interface SecretForm {
+  readonly kind: "text" | "bytes";
+  readonly value: string;
+}
+
+/**
+ * A secret's text and the bytes it decodes to (its key bytes, or its hex or base64), then what
+ * those decode to when they are themselves hex or base64 text (a key hex-encoded, then base64).
+ */
+function forms(secret: ComparedSecret): SecretForm[] {
+  const found: SecretForm[] = [{
+    kind: "text",
+    value: latin1(new TextEncoder().encode(secret.text)),
+  }];
+  let bytes = secret.bytes;
+  for (let depth = 0; bytes !== null && depth < 3; depth++) {
+    found.push({ kind: "bytes", value: latin1(bytes) });
+    bytes = secretBytes(latin1(bytes));
+  }
+  return found;
+}
+
+function reverse(value: string): string {
+  return Array.from(value).reverse().join("");
 }
 
 /** Base64 in either alphabet, padding optional, as bytes; null when it is not. */
