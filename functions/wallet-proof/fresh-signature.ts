@@ -22,7 +22,6 @@ import { ServiceError } from "../_shared/http/errors.ts";
 import { acceptsLoopbackOrigins, signInOriginsFor } from "../_shared/http/local-origins.ts";
 import { parseRequest } from "../_shared/http/request-issues.ts";
 import type { ContractProofCheck } from "./contract-proof.ts";
-import type { ConfirmedAct } from "./creator-store.ts";
 import { requireOrigins } from "./session-answer.ts";
 
 /** The acts that need a fresh signature, as `purpose` names them. */
@@ -69,6 +68,16 @@ export interface FreshSigner {
   readonly messageChainId: number;
   /** Null: the key signed (a key is the same creator on every chain); else the contract's chain. */
   readonly identityChainId: number | null;
+}
+
+/**
+ * An act confirmed by `signer`, counted against the creator's budget of confirmations
+ * (`perMinute`, per wallet as sign-in's proofs are).
+ */
+export interface ConfirmedAct {
+  readonly session: TokenIdentity;
+  readonly signer: FreshSigner;
+  readonly perMinute: number;
 }
 
 export interface FreshSignatureDeps {
