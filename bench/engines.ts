@@ -6,7 +6,7 @@
  */
 import postgres from "postgres";
 import { openDatabase } from "../server/database.ts";
-import { migrate } from "../scripts/lib/migrations.ts";
+import { migrate } from "../server/migrations.ts";
 import { startEdgeShape } from "../tests/support/edge.ts";
 import { findPgBouncer, startPgBouncer } from "../tests/support/pgbouncer.ts";
 import type { BenchDatabase, ServerProcess } from "./support.ts";

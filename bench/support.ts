@@ -7,7 +7,7 @@ import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from 
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 import { openDatabase } from "../server/database.ts";
 import { generateDevKeys } from "../server/dev-keys.ts";
-import { migrate } from "../scripts/lib/migrations.ts";
+import { migrate } from "../server/migrations.ts";
 import { createFreshPostgres } from "../tests/support/fresh-postgres.ts";
 import { freePort } from "../tests/support/ports.ts";
 

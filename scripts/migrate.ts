@@ -6,7 +6,7 @@ import { databaseUrl, processEnv } from "../functions/_shared/config/env-schema.
 import { parseDatabaseUrl, preparesStatements } from "../functions/_shared/config/parse.ts";
 import { openDatabase } from "../server/database.ts";
 import { startupRefusal } from "../server/local-settings.ts";
-import { migrate } from "./lib/migrations.ts";
+import { migrate } from "../server/migrations.ts";
 
 const env = processEnv();
 const given = databaseUrl(env);

@@ -131,87 +131,10 @@ export function serveWithLimits(
       ) {
         return handler(request, clientInfo);
       }
-      return withBodyDeadline(request, clientInfo, tunnel);
+      return withBodyDeadline(handler, limits.bodyTimeoutMs, request, clientInfo, tunnel);
     },
   );
   const innerPort = inner.addr.port;
-
-  function withBodyDeadline(
-    request: Request,
-    info: Deno.ServeHandlerInfo<Deno.NetAddr>,
-    tunnel: Tunnel,
-  ): Promise<Response> {
-    const reader = request.body!.getReader();
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let timedOut = false;
-    let controller!: ReadableStreamDefaultController<Uint8Array>;
-    const arrived = () => clearTimeout(timer);
-    const body = new ReadableStream<Uint8Array>(
-      {
-        start(c) {
-          controller = c;
-        },
-        async pull(c) {
-          let result: ReadableStreamReadResult<Uint8Array>;
-          try {
-            result = await reader.read();
-          } catch (error) {
-            arrived();
-            if (!timedOut) c.error(error);
-            return;
-          }
-          if (timedOut) return;
-          if (result.done) {
-            arrived();
-            c.close();
-          } else {
-            c.enqueue(result.value);
-          }
-        },
-        cancel(reason) {
-          arrived();
-          return reader.cancel(reason);
-        },
-      },
-      new ByteLengthQueuingStrategy({ highWaterMark: READ_AHEAD_BYTES }),
-    );
-    let limited: Request;
-    try {
-      limited = new Request(request.url, {
-        method: request.method,
-        headers: request.headers,
-        body,
-      });
-    } catch {
-      // Its Host makes no URL (Deno.serve does not check it): refused without waiting for the body.
-      reader.cancel().catch(() => {});
-      return Promise.resolve(errorResponse(invalidHost()));
-    }
-    const timeout = new Promise<Response>((resolve) => {
-      timer = setTimeout(() => {
-        timedOut = true;
-        controller.error(new ServiceError("request_timeout", "The request body timed out."));
-        // Not reader.cancel(): cancelling a body with a read still pending leaks ~70 KB per
-        // request in Deno 2.9.6. Closing the connection after the answer settles that read.
-        tunnel.closeAfterResponse();
-        resolve(errorResponse(
-          new ServiceError(
-            "request_timeout",
-            `The request body did not arrive within ${limits.bodyTimeoutMs} ms.`,
-          ),
-        ));
-      }, limits.bodyTimeoutMs);
-    });
-    const answered = (async () => await handler(limited, info))();
-    answered.then(arrived, arrived);
-    return Promise.race([answered, timeout]).then((response) => {
-      if (timedOut) {
-        // The app's late answer (if any) is not sent: release its body.
-        answered.then((late) => late.body?.cancel(), () => {});
-      }
-      return response;
-    });
-  }
 
   const listener = Deno.listen({
     hostname: options.hostname,
@@ -281,4 +204,87 @@ export function serveWithLimits(
       return closing;
     },
   };
+}
+
+/**
+ * The handler's answer to a request whose body must arrive within `bodyTimeoutMs`: past it the
+ * request is answered 408 and its connection closed once that answer is out.
+ */
+function withBodyDeadline(
+  handler: Deno.ServeHandler<Deno.NetAddr>,
+  bodyTimeoutMs: number,
+  request: Request,
+  info: Deno.ServeHandlerInfo<Deno.NetAddr>,
+  tunnel: Tunnel,
+): Promise<Response> {
+  const reader = request.body!.getReader();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timedOut = false;
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  const arrived = () => clearTimeout(timer);
+  const body = new ReadableStream<Uint8Array>(
+    {
+      start(c) {
+        controller = c;
+      },
+      async pull(c) {
+        let result: ReadableStreamReadResult<Uint8Array>;
+        try {
+          result = await reader.read();
+        } catch (error) {
+          arrived();
+          if (!timedOut) c.error(error);
+          return;
+        }
+        if (timedOut) return;
+        if (result.done) {
+          arrived();
+          c.close();
+        } else {
+          c.enqueue(result.value);
+        }
+      },
+      cancel(reason) {
+        arrived();
+        return reader.cancel(reason);
+      },
+    },
+    new ByteLengthQueuingStrategy({ highWaterMark: READ_AHEAD_BYTES }),
+  );
+  let limited: Request;
+  try {
+    limited = new Request(request.url, {
+      method: request.method,
+      headers: request.headers,
+      body,
+    });
+  } catch {
+    // Its Host makes no URL (Deno.serve does not check it): refused without waiting for the body.
+    reader.cancel().catch(() => {});
+    return Promise.resolve(errorResponse(invalidHost()));
+  }
+  const timeout = new Promise<Response>((resolve) => {
+    timer = setTimeout(() => {
+      timedOut = true;
+      controller.error(new ServiceError("request_timeout", "The request body timed out."));
+      // Not reader.cancel(): in Deno 2.9.6, cancelling a body with a read still pending leaks
+      // memory on every such request. Closing the connection after the answer settles that read.
+      tunnel.closeAfterResponse();
+      resolve(errorResponse(
+        new ServiceError(
+          "request_timeout",
+          `The request body did not arrive within ${bodyTimeoutMs} ms.`,
+        ),
+      ));
+    }, bodyTimeoutMs);
+  });
+  const answered = (async () => await handler(limited, info))();
+  answered.then(arrived, arrived);
+  return Promise.race([answered, timeout]).then((response) => {
+    if (timedOut) {
+      // The app's late answer (if any) is not sent: release its body.
+      answered.then((late) => late.body?.cancel(), () => {});
+    }
+    return response;
+  });
 }

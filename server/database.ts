@@ -1,6 +1,7 @@
 /**
  * Opens either engine for the local server, operator scripts, tests and the bench. It lives outside
- * functions/ on purpose: PGlite (~25 MB) must never be reachable from a deployed function's graph.
+ * functions/ on purpose: PGlite, heavier than a deployed bundle may be, must never be reachable from
+ * a deployed function's graph.
  */
 import type { Database, DatabaseSettings } from "../functions/_shared/db/db.ts";
 import { openPostgres } from "../functions/_shared/db/postgres.ts";

@@ -14,7 +14,7 @@ import {
 } from "./connection-limits.ts";
 import { lockDataDir, secureDataDir } from "./data-dir.ts";
 import { localEnv, parseOrExit, stepOrExit } from "./local-settings.ts";
-import { migrate } from "../scripts/lib/migrations.ts";
+import { migrate } from "./migrations.ts";
 
 const HOST = "127.0.0.1";
 

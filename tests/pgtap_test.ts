@@ -11,7 +11,7 @@
 import assert from "node:assert/strict";
 import postgres from "postgres";
 import { openDatabase } from "../server/database.ts";
-import { migrate } from "../scripts/lib/migrations.ts";
+import { migrate } from "../server/migrations.ts";
 
 const TESTS_DIR = new URL("../supabase/tests/database/", import.meta.url);
 const adminUrl = Deno.env.get("DATABASE_URL");

@@ -9,7 +9,7 @@ import type { Database } from "../functions/_shared/db/db.ts";
 import { openDatabase } from "../server/database.ts";
 import type { EncryptionKeySpec } from "../functions/_shared/config/keyring.ts";
 import { importKeyring } from "../functions/_shared/vault/vault-crypto.ts";
-import { migrate } from "../scripts/lib/migrations.ts";
+import { migrate } from "../server/migrations.ts";
 import { type Engine, openTestDatabase, testEngines } from "./support/database.ts";
 
 const SCRIPT = new URL("../scripts/rotate-keys.ts", import.meta.url).pathname;

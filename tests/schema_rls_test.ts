@@ -7,7 +7,7 @@ import postgres from "postgres";
 import type { Database } from "../functions/_shared/db/db.ts";
 import { openDatabase } from "../server/database.ts";
 import { asCreator, type CreatorClaims } from "./support/as-creator.ts";
-import { migrate, readMigrations } from "../scripts/lib/migrations.ts";
+import { migrate, readMigrations } from "../server/migrations.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 
 async function createUser(db: Database, hex: string): Promise<string> {

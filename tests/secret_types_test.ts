@@ -18,7 +18,7 @@ import {
   parsePutRequest,
   parseRevealRequest,
 } from "../functions/user-secrets/requests.ts";
-import { readMigrations } from "../scripts/lib/migrations.ts";
+import { readMigrations } from "../server/migrations.ts";
 import { bearer, signIn, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 

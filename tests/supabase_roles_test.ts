@@ -16,7 +16,7 @@ import postgres from "postgres";
 import { openDatabase } from "../server/database.ts";
 import { importKeyring } from "../functions/_shared/vault/vault-crypto.ts";
 import { rotateKeys } from "../scripts/lib/key-rotation.ts";
-import { migrate, readMigrations } from "../scripts/lib/migrations.ts";
+import { migrate, readMigrations } from "../server/migrations.ts";
 import { appOn, bearer, signIn, type TestApp } from "./support/app.ts";
 
 const adminUrl = Deno.env.get("DATABASE_URL");

@@ -10,7 +10,7 @@ import { RATE_LIMIT_WINDOW_SECONDS, rateLimited } from "../_shared/auth/rate-lim
 import { sessionEnded, type TokenIdentity } from "../_shared/auth/session-tokens.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import { nonceRefusal } from "./contract-proof.ts";
-import type { ConfirmPurpose, FreshSigner } from "./fresh-signature.ts";
+import type { ConfirmedAct, ConfirmPurpose } from "./fresh-signature.ts";
 
 export type SessionRow = {
   id: string;
@@ -86,16 +86,6 @@ export async function issueConfirmationNonce(
   if (row.outcome === "session_revoked") throw sessionEnded();
   if (row.outcome === "rate_limited") throw rateLimited(row.retry_after ?? 1);
   return row;
-}
-
-/**
- * An act confirmed by `signer`, counted against the creator's budget of confirmations
- * (`perMinute`, per wallet as sign-in's proofs are).
- */
-export interface ConfirmedAct {
-  readonly session: TokenIdentity;
-  readonly signer: FreshSigner;
-  readonly perMinute: number;
 }
 
 /**

@@ -22,7 +22,6 @@ import { ServiceError } from "../_shared/http/errors.ts";
 import { acceptsLoopbackOrigins, signInOriginsFor } from "../_shared/http/local-origins.ts";
 import { parseRequest } from "../_shared/http/request-issues.ts";
 import type { ContractProofCheck } from "./contract-proof.ts";
-import type { ConfirmedAct } from "./creator-store.ts";
 import { requireOrigins } from "./session-answer.ts";
 
 /** The acts that need a fresh signature, as `purpose` names them. */
@@ -71,6 +70,16 @@ export interface FreshSigner {
   readonly identityChainId: number | null;
   /** The message's EIP-4361 resources (none: empty), which the signature covers. */
   readonly resources: readonly string[];
+}
+
+/**
+ * An act confirmed by `signer`, counted against the creator's budget of confirmations
+ * (`perMinute`, per wallet as sign-in's proofs are).
+ */
+export interface ConfirmedAct {
+  readonly session: TokenIdentity;
+  readonly signer: FreshSigner;
+  readonly perMinute: number;
 }
 
 export interface FreshSignatureDeps {

@@ -6,7 +6,7 @@
  */
 import type { Database } from "../../functions/_shared/db/db.ts";
 import { openDatabase } from "../../server/database.ts";
-import { migrate, readMigrations } from "../../scripts/lib/migrations.ts";
+import { migrate, readMigrations } from "../../server/migrations.ts";
 import { createFreshPostgres } from "./fresh-postgres.ts";
 
 export type Engine = Database["engine"];

@@ -5,7 +5,7 @@
 import postgres from "postgres";
 import type { Database } from "../../functions/_shared/db/db.ts";
 import { openDatabase } from "../../server/database.ts";
-import { migrate } from "../../scripts/lib/migrations.ts";
+import { migrate } from "../../server/migrations.ts";
 
 export interface FreshPostgres {
   readonly db: Database;

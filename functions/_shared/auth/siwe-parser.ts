@@ -4,7 +4,23 @@
  */
 import { ServiceError } from "../http/errors.ts";
 import { checksumAddress } from "./eth.ts";
-import type { SiweFields } from "./siwe.ts";
+
+/** An EIP-4361 message's fields, as parsed and as built. */
+export interface SiweFields {
+  readonly address: `0x${string}`;
+  readonly domain: string;
+  readonly uri: string;
+  readonly chainId: number;
+  readonly nonce: string;
+  readonly issuedAt: Date;
+  readonly expirationTime?: Date;
+  readonly notBefore?: Date;
+  readonly statement?: string;
+  /** The scheme written before the domain ("https://app.example.com wants you…"), if any. */
+  readonly scheme?: string;
+  readonly requestId?: string;
+  readonly resources?: readonly string[];
+}
 
 export const MAX_MESSAGE_LENGTH = 4096;
 

@@ -5,23 +5,9 @@
  */
 import { checksumAddress, recoverPersonalSigner } from "./eth.ts";
 import { ServiceError } from "../http/errors.ts";
-import { parseSiweMessage, STATEMENT } from "./siwe-parser.ts";
+import { parseSiweMessage, type SiweFields, STATEMENT } from "./siwe-parser.ts";
 
-export interface SiweFields {
-  readonly address: `0x${string}`;
-  readonly domain: string;
-  readonly uri: string;
-  readonly chainId: number;
-  readonly nonce: string;
-  readonly issuedAt: Date;
-  readonly expirationTime?: Date;
-  readonly notBefore?: Date;
-  readonly statement?: string;
-  /** The scheme written before the domain ("https://app.example.com wants you…"), if any. */
-  readonly scheme?: string;
-  readonly requestId?: string;
-  readonly resources?: readonly string[];
-}
+export type { SiweFields };
 
 export interface SiwePolicy {
   /** Origins (scheme://host[:port]) whose host is an accepted `domain` and that `uri` must be under. */

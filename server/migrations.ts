@@ -3,9 +3,9 @@
  * the Supabase CLI keeps (`supabase_migrations.schema_migrations`), so `supabase db push` and this
  * runner agree on what has been applied.
  */
-import type { Database } from "../../functions/_shared/db/db.ts";
+import type { Database } from "../functions/_shared/db/db.ts";
 
-const MIGRATIONS_DIR = new URL("../../supabase/migrations/", import.meta.url);
+const MIGRATIONS_DIR = new URL("../supabase/migrations/", import.meta.url);
 
 export interface Migration {
   readonly version: string;
