@@ -318,15 +318,15 @@ describeWithDatabase("schema and row-level security", {
       frank.id,
     ]);
     assert.deepEqual(events, [], "nothing was written");
-    // session_is_live() is what authenticated's policies call, so it is executable by it alone.
+    // session_is_live_from_claims() is what authenticated's policies call, so it is executable by it alone.
     assert.equal(
-      (await attempt(db, "anon", "select public.session_is_live()")).error,
+      (await attempt(db, "anon", "select public.session_is_live_from_claims()")).error,
       INSUFFICIENT_PRIVILEGE,
     );
     const asFrank = await asCreator(
       db,
       frank.claims,
-      (tx) => tx.query<{ live: boolean }>("select public.session_is_live() as live"),
+      (tx) => tx.query<{ live: boolean }>("select public.session_is_live_from_claims() as live"),
     );
     assert.deepEqual(asFrank, [{ live: true }]);
   },

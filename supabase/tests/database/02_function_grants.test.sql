@@ -1,6 +1,7 @@
 -- Grants of every function of ours in public (an extension's, such as pgcrypto's where it lives in
 -- public, are the extension's): neither API role can execute the sign-in, rate-limit or vault
--- functions; authenticated can execute session_is_live() only, which its policies call.
+-- functions; authenticated can execute session_is_live_from_claims(), which its policies call, and
+-- auth_session_is_live(), the predicate it and list_creator_sessions use.
 begin;
 create extension if not exists pgtap with schema extensions;
 select plan(22);
@@ -11,11 +12,12 @@ select results_eq(
         and not exists (select 1 from pg_depend d
           where d.classid = 'pg_proc'::regclass and d.objid = p.oid and d.deptype = 'e')
       order by 1 $$,
-  array['act_as_creator', 'admit_contract_check', 'audit_user_secret_change', 'creator_account',
+  array['act_as_creator', 'admit_contract_check', 'audit_user_secret_change', 'auth_session_is_live',
+    'creator_account',
     'delete_account', 'delete_user_secret', 'hit_rate_limit', 'issue_confirmation_nonce', 'issue_nonce',
     'list_creator_sessions', 'list_secret_events', 'list_user_secrets', 'lock_reveals',
     'nonce_refusal', 'note_session_refresh', 'put_user_secret', 'record_reveal_failure',
-    'refuse_reveal', 'reveal_user_secrets', 'session_is_live', 'session_is_live_for',
+    'refuse_reveal', 'reveal_user_secrets', 'session_is_live_for', 'session_is_live_from_claims',
     'sign_in_from_ip', 'sign_in_with_nonce', 'sign_out_sessions', 'spend_confirmation',
     'sweep_expired_rows', 'unlock_reveals'],
   'public holds exactly these functions of ours'
@@ -35,9 +37,9 @@ select results_eq(
       where p.pronamespace = 'public'::regnamespace
         and not exists (select 1 from pg_depend d
           where d.classid = 'pg_proc'::regclass and d.objid = p.oid and d.deptype = 'e')
-        and has_function_privilege('authenticated', p.oid, 'execute') $$,
-  array['session_is_live'],
-  'authenticated can execute session_is_live() and none of our other functions'
+        and has_function_privilege('authenticated', p.oid, 'execute') order by 1 $$,
+  array['auth_session_is_live', 'session_is_live_from_claims'],
+  'authenticated can execute the two live-session checks and none of our other functions'
 );
 
 select is_empty(
@@ -66,7 +68,7 @@ select throws_ok(
   '42501', null, 'anon cannot call sign_in_with_nonce');
 select throws_ok($$ select * from public.hit_rate_limit('proof:ip:127.0.0.1', 60) $$,
   '42501', null, 'anon cannot call hit_rate_limit');
-select throws_ok($$ select public.session_is_live() $$,
+select throws_ok($$ select public.session_is_live_from_claims() $$,
   '42501', null, 'anon cannot call session_is_live');
 select throws_ok(
   $$ select * from public.put_user_secret(gen_random_uuid(), gen_random_uuid(), 'provider_b_key',
@@ -107,9 +109,9 @@ select throws_ok(
   '42501', null, 'authenticated cannot call list_user_secrets');
 select throws_ok($$ select public.audit_user_secret_change() $$,
   '42501', null, 'authenticated cannot call the audit trigger function');
-select lives_ok($$ select public.session_is_live() $$,
+select lives_ok($$ select public.session_is_live_from_claims() $$,
   'authenticated can call session_is_live (its policies do)');
-select is(public.session_is_live(), false, 'a session that does not exist is not live');
+select is(public.session_is_live_from_claims(), false, 'a session that does not exist is not live');
 reset role;
 
 select * from finish();
