@@ -56,6 +56,15 @@ async function generateWithCli(): Promise<{ key: string } | { missing: string }>
   }
 }
 
+/** The app served on a loopback port, as supabase-js and jose reach the local server. */
+async function served(app: TestApp, work: (base: string) => Promise<void>): Promise<void> {
+  await using server = Deno.serve(
+    { hostname: "127.0.0.1", port: 0, onListen() {} },
+    atEdge(app.app.handler, app.config.clientIp),
+  );
+  await work(`http://127.0.0.1:${server.addr.port}`);
+}
+
 const generated = await generateWithCli();
 const inCi = Deno.env.get("CI") === "true";
 
@@ -67,15 +76,6 @@ if ("missing" in generated) {
   }
 } else {
   const cliKey = JSON.parse(generated.key);
-
-  /** The app served on a loopback port, as supabase-js and jose reach the local server. */
-  async function served(app: TestApp, work: (base: string) => Promise<void>): Promise<void> {
-    await using server = Deno.serve(
-      { hostname: "127.0.0.1", port: 0, onListen() {} },
-      atEdge(app.app.handler, app.config.clientIp),
-    );
-    await work(`http://127.0.0.1:${server.addr.port}`);
-  }
 
   describeWithDatabase("a session signed with the Supabase CLI's key, verified by real tools", {
     "the CLI's key is the format the service reads, and the session names its kid"(app) {
