@@ -787,3 +787,25 @@ Deno.test("the issuer is the project's Auth URL when SUPABASE_URL is set, JWT_IS
   assert.equal(own.sessionKeys.issuer, "https://auth.example.com");
   assert.equal(parseConfig({ ...generateDevKeys() }).sessionKeys.issuer, "wallet-proof");
 });
+
+Deno.test("a dev-keys file written before signing keys gains an ES256 key and keeps the others", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = `${dir}/dev-keys.json`;
+    const old = { ENCRYPTION_KEY: KEY_A, SERVER_REVEAL_TOKEN: TOKEN, JWT_SECRET: SECRET };
+    await Deno.writeTextFile(path, JSON.stringify(old));
+    const { keys, created } = await loadOrCreateDevKeys(path);
+    assert.equal(created, false);
+    assert.equal(keys.ENCRYPTION_KEY, KEY_A, "stored secrets stay decryptable");
+    assert.equal(keys.SERVER_REVEAL_TOKEN, TOKEN);
+    const [jwk] = JSON.parse(keys.JWT_SIGNING_KEYS);
+    assert.equal(jwk.alg, "ES256");
+    assert.ok(jwk.kid.startsWith(DEV_KID_PREFIX));
+    const again = await loadOrCreateDevKeys(path);
+    assert.equal(again.keys.JWT_SIGNING_KEYS, keys.JWT_SIGNING_KEYS, "written once, then reused");
+    const config = parseConfig({ ...again.keys });
+    assert.equal(config.sessionKeys.signing.alg, "ES256");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
