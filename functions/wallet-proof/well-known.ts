@@ -20,8 +20,10 @@ import { json } from "../_shared/http/responses.ts";
 export const JWKS_MAX_AGE_SECONDS = 300;
 const CACHED = { "cache-control": `public, max-age=${JWKS_MAX_AGE_SECONDS}` };
 
-export const JWKS_PATH = "/.well-known/jwks.json";
-export const DISCOVERY_PATH = "/.well-known/openid-configuration";
+// Built, not written whole: the Supabase CLI takes a quoted "/….json" for a file to upload.
+const WELL_KNOWN = "/.well-known";
+export const JWKS_PATH = `${WELL_KNOWN}/jwks.json`;
+export const DISCOVERY_PATH = `${WELL_KNOWN}/openid-configuration`;
 
 const base64url = z.string().regex(/^[A-Za-z0-9_-]+$/);
 const publishedKey = z.strictObject({
