@@ -429,3 +429,24 @@ Deno.test("legacy HS256 signs only when chosen, and the migration to ES256 signs
     await rejectsCode(migrating.checkToken(token), "invalid_token", why);
   }
 });
+
+/** The local modules `deno info` finds in an entrypoint's graph. */
+async function moduleGraph(entry: string): Promise<string[]> {
+  const output = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", new URL(`../${entry}`, import.meta.url).pathname],
+    stdout: "piped",
+    stderr: "inherit",
+  }).output();
+  assert.ok(output.success, `deno info ${entry}`);
+  const graph = JSON.parse(new TextDecoder().decode(output.stdout));
+  return graph.modules.map((module: { specifier: string }) => module.specifier);
+}
+
+Deno.test("user-secrets holds no signing code: session-signer.ts is in wallet-proof's graph alone", async () => {
+  const signer = /\/functions\/_shared\/auth\/session-signer\.ts$/;
+  const userSecrets = await moduleGraph("functions/user-secrets/index.ts");
+  assert.ok(userSecrets.some((specifier) => specifier.endsWith("/session-tokens.ts")));
+  assert.ok(!userSecrets.some((specifier) => signer.test(specifier)), "user-secrets can sign");
+  const walletProof = await moduleGraph("functions/wallet-proof/index.ts");
+  assert.ok(walletProof.some((specifier) => signer.test(specifier)));
+});
