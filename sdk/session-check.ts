@@ -111,7 +111,13 @@ export function createSessionCheck(options: SessionCheckOptions): SessionCheck {
   let fetching: Promise<void> | null = null;
 
   async function load(): Promise<void> {
-    const response = await fetchFn(url.href, { redirect: "error" });
+    let response: Response;
+    try {
+      // A redirect is refused: keys from wherever a Location points are not the service's.
+      response = await fetchFn(url.href, { redirect: "error" });
+    } catch {
+      throw new VaultError("network_error", `The keys at ${url.href} could not be reached.`);
+    }
     if (!response.ok) {
       throw new VaultError("invalid_response", `The keys at ${url.href} could not be fetched.`, {
         status: response.status,
