@@ -129,9 +129,12 @@ if ("missing" in generated) {
             "/auth/v1/.well-known/jwks.json",
           ]
         ) {
-          const response = await fetch(`${base}${path}`);
+          const response = await fetch(`${base}${path}`, {
+            headers: { origin: "https://verifier.example" },
+          });
           assert.equal(response.status, 200);
           assert.equal(response.headers.get("cache-control"), "public, max-age=300");
+          assert.equal(response.headers.get("access-control-allow-origin"), "*");
           const text = await response.text();
           assert.ok(!text.includes(cliKey.d), "the private key was answered");
           const { keys } = JSON.parse(text);

@@ -18,7 +18,11 @@ import { json } from "../_shared/http/responses.ts";
  * signs (docs/operations.md), so every verifier has fetched it by then.
  */
 export const JWKS_MAX_AGE_SECONDS = 300;
-const CACHED = { "cache-control": `public, max-age=${JWKS_MAX_AGE_SECONDS}` };
+// Public by design: any origin may read them (a page verifying a token with jose, say).
+const CACHED = {
+  "cache-control": `public, max-age=${JWKS_MAX_AGE_SECONDS}`,
+  "access-control-allow-origin": "*",
+};
 
 // Built, not written whole: the Supabase CLI takes a quoted "/….json" for a file to upload.
 const WELL_KNOWN = "/.well-known";
@@ -76,13 +80,14 @@ export function jwksRoute(keys: SessionKeys) {
  */
 export function discoveryRoute(keys: SessionKeys, functionName: string) {
   const issuerOrigin = URL.canParse(keys.issuer) ? new URL(keys.issuer).origin : null;
+  const algorithms = [...new Set([keys.signing.alg, ...keys.published.map((key) => key.alg)])];
   return (request: Request) => {
     const origin = issuerOrigin ?? new URL(request.url).origin;
     return Promise.resolve(json(
       {
         issuer: keys.issuer,
         jwks_uri: `${origin}/functions/v1/${functionName}${JWKS_PATH}`,
-        id_token_signing_alg_values_supported: [keys.signing.alg],
+        id_token_signing_alg_values_supported: algorithms,
         subject_types_supported: ["public"],
         response_types_supported: ["id_token"],
       } satisfies z.output<typeof discoveryAnswer>,
