@@ -137,6 +137,8 @@ Deno.test("an issued token is ES256 with the key's kid, carries Supabase's claim
   });
   assert.deepEqual(decodeJwt(accessToken), {
     role: "authenticated",
+    aal: "aal1",
+    is_anonymous: false,
     session_id: SESSION,
     wallet_address: WALLET,
     sub: USER,

@@ -1,8 +1,9 @@
 /**
- * Signing session tokens: the one module that imports a private key, loaded by wallet-proof alone
- * (user-secrets and the proxy verify with session-tokens.ts and public keys). The header names the
- * key's `kid`; the claims are the ones Supabase's APIs check (iss, aud, role, exp) and the
- * creator's (sub, session_id, wallet_address).
+ * Signing session tokens: the one module that imports a private key, loaded by wallet-proof's
+ * routes alone (the api proxy hosts them; user-secrets verifies with session-tokens.ts and public
+ * keys). The header names the
+ * key's `kid`; the claims are the ones Supabase's APIs check (iss, aud, role, exp), the others
+ * every Supabase session carries (iat, sub, session_id, aal, is_anonymous), and the wallet.
  */
 import { AUDIENCE, importAlgorithm, loadJose, type SessionIdentity } from "./session-tokens.ts";
 import type { SessionKeys } from "./session-keys.ts";
@@ -44,6 +45,9 @@ export function createSessionSigner(options: SessionSignerOptions): SessionSigne
       const { SignJWT } = await loadJose();
       const accessToken = await new SignJWT({
         role: AUDIENCE,
+        // Claims every Supabase Auth session carries, so Supabase's clients read ours as theirs.
+        aal: "aal1",
+        is_anonymous: false,
         session_id: identity.sessionId,
         wallet_address: identity.walletAddress,
       })
