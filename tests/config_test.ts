@@ -97,6 +97,13 @@ Deno.test("production refuses the local server's development keys, wherever they
     "supabase gen signing-key)",
     `SERVER_REVEAL_TOKEN is a development secret ${made}`,
   ]);
+  const shouted = { ...devKey, kid: devKey.kid.toUpperCase() };
+  assert.ok(
+    problemsOf(productionEnv({ JWT_SIGNING_KEYS: JSON.stringify([shouted]) })).some((p) =>
+      p.startsWith("JWT_SIGNING_KEYS holds the local server's development key")
+    ),
+    "the mark is found in any case",
+  );
   // Under another key id, behind a real key, in base64url: still the development key's bytes.
   const asUrl = dev.ENCRYPTION_KEY.replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
   assert.deepEqual(

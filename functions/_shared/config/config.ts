@@ -283,7 +283,7 @@ function sessionKeySettings(
   }
   if (vars.APP_ENV === "production") {
     for (const key of keys?.published ?? []) {
-      if (key.kid.startsWith(DEV_KID_PREFIX)) {
+      if (key.kid.toLowerCase().startsWith(DEV_KID_PREFIX)) {
         problems.push(
           `JWT_SIGNING_KEYS holds the local server's development key ${key.kid} (generate one ` +
             "with supabase gen signing-key)",
