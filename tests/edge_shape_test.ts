@@ -8,11 +8,11 @@
  */
 import assert from "node:assert/strict";
 import { createClient, FunctionsHttpError } from "@supabase/supabase-js";
-import { decodeProtectedHeader } from "jose";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { generateDevKeys } from "../server/dev-keys.ts";
 import { openTestDatabase } from "./support/database.ts";
 import { signingKey } from "./support/config-env.ts";
+import { decodeProtectedHeader } from "jose";
 import {
   edgeClient,
   type EdgeShape,
