@@ -2,6 +2,7 @@
  * What the bench and the load test share: processes with exactly the environment meant for them,
  * fresh databases, a client that signs in with real wallet signatures, and medians.
  */
+import { decodeProtectedHeader } from "jose";
 import postgres from "postgres";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
@@ -201,7 +202,11 @@ export async function signIn(baseUrl: string, account = newAccount()) {
   const proof = await preparedProof(baseUrl, account);
   const answer = await post(`${baseUrl}/api/auth/wallet-proof`, proof);
   if (answer.status !== 200) throw new Error(`wallet-proof: ${JSON.stringify(answer.body)}`);
-  return { accessToken: answer.body.access_token as string, userId: answer.body.user.id as string };
+  const accessToken = answer.body.access_token as string;
+  // The bench measures sessions as production signs them; a legacy HS256 server would flatter it.
+  const { alg } = decodeProtectedHeader(accessToken);
+  if (alg !== "ES256") throw new Error(`the bench measures ES256 sessions, not ${alg}`);
+  return { accessToken, userId: answer.body.user.id as string };
 }
 
 export function percentile(sorted: readonly number[], p: number): number {

@@ -29,6 +29,12 @@ export { REVEAL_TOKEN_HEADER };
 export { VaultError } from "./errors.ts";
 export type { ClientErrorCode, VaultErrorCode } from "./errors.ts";
 export { RevealedSecrets, StepCredentials } from "./revealed-secrets.ts";
+export {
+  type CheckedSession,
+  createSessionCheck,
+  type SessionCheck,
+  type SessionCheckOptions,
+} from "./session-check.ts";
 
 export { DEFAULT_TIMEOUT_MS };
 

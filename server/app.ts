@@ -46,6 +46,17 @@ export function createLocalApp(context: ServiceContext): LocalApp {
     const fn = /^\/functions\/v1\/([a-z-]+)(?:\/|$)/.exec(pathname)?.[1];
     if (fn !== undefined && Object.hasOwn(functions, fn)) return functions[fn](request);
     if (pathname === "/api" || pathname.startsWith("/api/")) return functions[API](request);
+    // Where Supabase Auth publishes its keys, so supabase-js's getClaims works locally unchanged.
+    const wellKnown = /^\/auth\/v1(\/\.well-known\/(?:jwks\.json|openid-configuration))$/.exec(
+      pathname,
+    );
+    if (wellKnown !== null) {
+      const url = new URL(request.url);
+      url.pathname = `/functions/v1/wallet-proof${wellKnown[1]}`;
+      return functions["wallet-proof"](
+        new Request(url, { method: request.method, headers: request.headers }),
+      );
+    }
     if (isStaticPath(pathname)) return assets(request); // the settings page and browser client
     return notFound(request);
   };

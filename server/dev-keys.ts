@@ -1,12 +1,15 @@
 /**
  * Development keys: with nothing configured, the local server generates an encryption key, a
- * server reveal token and a JWT secret on first start, keeps them in a git-ignored file readable
- * only by the owner (mode 0600), and reuses them later so stored secrets stay decryptable. Each
- * carries a mark production refuses (files written before the marks existed carry none).
+ * server reveal token and an ES256 signing key (a JWK as `supabase gen signing-key` writes it) on
+ * first start, keeps them in a git-ignored file readable only by the owner (mode 0600), and reuses
+ * them later so stored secrets stay decryptable. Each carries a mark production refuses (files
+ * written before the marks existed carry none); a file written before signing keys gains one.
  */
+import { generateKeyPairSync } from "node:crypto";
 
 import { randomBase64Url } from "../functions/_shared/auth/random.ts";
 import { DEV_ENCRYPTION_KEY_MARK, DEV_SECRET_PREFIX } from "../functions/_shared/config/keyring.ts";
+import { DEV_KID_PREFIX } from "../functions/_shared/auth/session-keys.ts";
 import { HAS_MODES } from "./data-dir.ts";
 
 export const DEFAULT_DEV_KEYS_PATH = ".local/dev-keys.json";
@@ -14,10 +17,32 @@ export const DEFAULT_DEV_KEYS_PATH = ".local/dev-keys.json";
 export interface DevKeys {
   readonly ENCRYPTION_KEY: string;
   readonly SERVER_REVEAL_TOKEN: string;
-  readonly JWT_SECRET: string;
+  /** A JSON array holding one private ES256 JWK, as supabase/signing_keys.json holds keys. */
+  readonly JWT_SIGNING_KEYS: string;
 }
 
-const DEV_KEY_NAMES = ["ENCRYPTION_KEY", "SERVER_REVEAL_TOKEN", "JWT_SECRET"] as const;
+const DEV_KEY_NAMES = ["ENCRYPTION_KEY", "SERVER_REVEAL_TOKEN", "JWT_SIGNING_KEYS"] as const;
+
+/**
+ * A fresh ES256 signing key in the Supabase CLI's format, its kid marked as a development key's.
+ * Synchronous (node:crypto) so that tests can build an environment in one expression.
+ */
+export function generateDevSigningKey(): Record<string, unknown> {
+  const { privateKey } = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  const { kty, crv, x, y, d } = privateKey.export({ format: "jwk" });
+  return {
+    kty,
+    kid: `${DEV_KID_PREFIX}${crypto.randomUUID()}`,
+    use: "sig",
+    key_ops: ["sign", "verify"],
+    alg: "ES256",
+    ext: true,
+    d,
+    crv,
+    x,
+    y,
+  };
+}
 
 /**
  * Fresh development keys, each marked (config/keyring.ts: DEV_SECRET_PREFIX, DEV_ENCRYPTION_KEY_MARK) so
@@ -29,7 +54,7 @@ export function generateDevKeys(): DevKeys {
   return {
     ENCRYPTION_KEY: `${DEV_ENCRYPTION_KEY_MARK}${random}`,
     SERVER_REVEAL_TOKEN: `${DEV_SECRET_PREFIX}${randomBase64Url(32)}`,
-    JWT_SECRET: `${DEV_SECRET_PREFIX}${randomBase64Url(48)}`,
+    JWT_SIGNING_KEYS: JSON.stringify([generateDevSigningKey()]),
   };
 }
 
@@ -39,6 +64,11 @@ export async function loadOrCreateDevKeys(
 ): Promise<{ keys: DevKeys; created: boolean }> {
   try {
     const stored = JSON.parse(await Deno.readTextFile(path));
+    if (typeof stored.JWT_SIGNING_KEYS !== "string" && typeof stored.JWT_SECRET === "string") {
+      // Written before signing keys: the others are kept (stored secrets stay decryptable).
+      stored.JWT_SIGNING_KEYS = JSON.stringify([generateDevSigningKey()]);
+      await Deno.writeTextFile(path, JSON.stringify(stored, null, 2) + "\n", { mode: 0o600 });
+    }
     if (DEV_KEY_NAMES.every((name) => typeof stored[name] === "string")) {
       await ownerOnly(path);
       return { keys: stored as DevKeys, created: false };
@@ -75,12 +105,12 @@ export function withDevKeys(
   const hasKeyring = Boolean(env.ENCRYPTION_KEYS?.trim() || env.ENCRYPTION_KEY?.trim());
   if (!hasKeyring) merged.ENCRYPTION_KEY = keys.ENCRYPTION_KEY;
   if (!env.SERVER_REVEAL_TOKEN?.trim()) merged.SERVER_REVEAL_TOKEN = keys.SERVER_REVEAL_TOKEN;
-  if (!env.JWT_SECRET?.trim()) merged.JWT_SECRET = keys.JWT_SECRET;
+  if (!env.JWT_SIGNING_KEYS?.trim()) merged.JWT_SIGNING_KEYS = keys.JWT_SIGNING_KEYS;
   return merged;
 }
 
 /** Whether the environment leaves any dev-generated key to fill. */
 export function needsDevKeys(env: Readonly<Record<string, string | undefined>>): boolean {
   return !(env.ENCRYPTION_KEYS?.trim() || env.ENCRYPTION_KEY?.trim()) ||
-    !env.SERVER_REVEAL_TOKEN?.trim() || !env.JWT_SECRET?.trim();
+    !env.SERVER_REVEAL_TOKEN?.trim() || !env.JWT_SIGNING_KEYS?.trim();
 }

@@ -13,6 +13,7 @@ import type { AppConfig } from "../functions/_shared/config/app-config.ts";
 import { ENV_VARS, readEnvVars } from "../functions/_shared/config/env-schema.ts";
 import { preparesStatements } from "../functions/_shared/config/parse.ts";
 import { DEV_ENCRYPTION_KEY_MARK, DEV_SECRET_PREFIX } from "../functions/_shared/config/keyring.ts";
+import { DEV_KID_PREFIX } from "../functions/_shared/auth/session-keys.ts";
 import { generateDevKeys, loadOrCreateDevKeys, withDevKeys } from "../server/dev-keys.ts";
 import {
   base64,
@@ -20,14 +21,16 @@ import {
   productionEnv,
   productionProblems,
   randomBase64,
+  signingKey,
 } from "./support/config-env.ts";
 
 const KEY_A = btoa(String.fromCharCode(...new Uint8Array(32).fill(1)));
 const KEY_B = btoa(String.fromCharCode(...new Uint8Array(32).fill(2)));
 const TOKEN = "r".repeat(40);
 const SECRET = "j".repeat(48);
+const SIGNING_KEYS = JSON.stringify([signingKey()]);
 
-const REQUIRED = ["DATABASE_URL", "ENCRYPTION_KEYS", "SERVER_REVEAL_TOKEN", "JWT_SECRET"];
+const REQUIRED = ["DATABASE_URL", "ENCRYPTION_KEYS", "SERVER_REVEAL_TOKEN", "JWT_SIGNING_KEYS"];
 
 Deno.test("production with nothing set names every missing variable in one line", () => {
   const [first] = problemsOf({ APP_ENV: "production" });
@@ -85,13 +88,22 @@ Deno.test("production refuses the local server's development keys, wherever they
   const dev = generateDevKeys();
   assert.ok(dev.ENCRYPTION_KEY.startsWith(DEV_ENCRYPTION_KEY_MARK));
   assert.ok(dev.SERVER_REVEAL_TOKEN.startsWith(DEV_SECRET_PREFIX));
-  assert.ok(dev.JWT_SECRET.startsWith(DEV_SECRET_PREFIX));
+  const [devKey] = JSON.parse(dev.JWT_SIGNING_KEYS);
+  assert.ok(devKey.kid.startsWith(DEV_KID_PREFIX));
   const made = "made by the local server; generate one for production";
   assert.deepEqual(productionProblems({ ...dev }), [
     `ENCRYPTION_KEY is a development key ${made}`,
+    `JWT_SIGNING_KEYS holds the local server's development key ${devKey.kid} (generate one with ` +
+    "supabase gen signing-key)",
     `SERVER_REVEAL_TOKEN is a development secret ${made}`,
-    `JWT_SECRET is a development secret ${made}`,
   ]);
+  const shouted = { ...devKey, kid: devKey.kid.toUpperCase() };
+  assert.ok(
+    problemsOf(productionEnv({ JWT_SIGNING_KEYS: JSON.stringify([shouted]) })).some((p) =>
+      p.startsWith("JWT_SIGNING_KEYS holds the local server's development key")
+    ),
+    "the mark is found in any case",
+  );
   // Under another key id, behind a real key, in base64url: still the development key's bytes.
   const asUrl = dev.ENCRYPTION_KEY.replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
   assert.deepEqual(
@@ -175,7 +187,7 @@ Deno.test("development and test modes still start with generated keys and no ori
       APP_ENV: appEnv,
       ENCRYPTION_KEY: KEY_A,
       SERVER_REVEAL_TOKEN: TOKEN,
-      JWT_SECRET: TOKEN,
+      JWT_SIGNING_KEYS: SIGNING_KEYS,
     });
   }
 });
@@ -188,7 +200,7 @@ Deno.test("a key that is not 32 bytes of base64 is refused in development and in
         DATABASE_URL: "postgres://h/db",
         ENCRYPTION_KEY: bad,
         SERVER_REVEAL_TOKEN: TOKEN,
-        JWT_SECRET: SECRET,
+        JWT_SIGNING_KEYS: SIGNING_KEYS,
       });
       assert.ok(
         problems.some((p) => /ENCRYPTION_KEY must be 32 bytes/.test(p)),
@@ -232,7 +244,7 @@ Deno.test("a keyring lists keys newest first and the first one encrypts", () => 
   const config = parseConfig({
     ENCRYPTION_KEYS: `k2:${KEY_B},k1:${KEY_A}`,
     SERVER_REVEAL_TOKEN: TOKEN,
-    JWT_SECRET: SECRET,
+    JWT_SIGNING_KEYS: SIGNING_KEYS,
   });
   assert.deepEqual(config.encryptionKeys.map((k) => k.id), ["k2", "k1"]);
   assert.equal(config.encryptionKeys[0].key[0], 2);
@@ -240,7 +252,7 @@ Deno.test("a keyring lists keys newest first and the first one encrypts", () => 
     problemsOf({
       ENCRYPTION_KEYS: `k1:${KEY_A},k1:${KEY_B}`,
       SERVER_REVEAL_TOKEN: TOKEN,
-      JWT_SECRET: SECRET,
+      JWT_SIGNING_KEYS: SIGNING_KEYS,
     })
       .some((p) => /repeats the key id/.test(p)),
   );
@@ -249,7 +261,7 @@ Deno.test("a keyring lists keys newest first and the first one encrypts", () => 
       ENCRYPTION_KEYS: KEY_A,
       ENCRYPTION_KEY: KEY_A,
       SERVER_REVEAL_TOKEN: TOKEN,
-      JWT_SECRET: SECRET,
+      JWT_SIGNING_KEYS: SIGNING_KEYS,
     })
       .some((p) => /not both/.test(p)),
   );
@@ -273,7 +285,7 @@ Deno.test("development without a database URL uses embedded PGlite in .local", (
   const config = parseConfig({
     ENCRYPTION_KEY: KEY_A,
     SERVER_REVEAL_TOKEN: TOKEN,
-    JWT_SECRET: SECRET,
+    JWT_SIGNING_KEYS: SIGNING_KEYS,
   });
   assert.deepEqual(config.database, { engine: "pglite", dataDir: ".local/pglite" });
   assert.equal(config.port, 54321);
@@ -301,8 +313,8 @@ Deno.test("development keys are generated once into a 0600 file, reused, and kep
 });
 
 Deno.test("settings from the environment win over development keys", () => {
-  const merged = withDevKeys({ JWT_SECRET: SECRET }, generateDevKeys());
-  assert.equal(merged.JWT_SECRET, SECRET);
+  const merged = withDevKeys({ JWT_SIGNING_KEYS: SIGNING_KEYS }, generateDevKeys());
+  assert.equal(merged.JWT_SIGNING_KEYS, SIGNING_KEYS);
   assert.ok(merged.ENCRYPTION_KEY);
 });
 
@@ -404,7 +416,7 @@ Deno.test("a database URL that does not parse is refused by name, its password n
         [name]: url,
         ENCRYPTION_KEYS: `k1:${KEY_A}`,
         SERVER_REVEAL_TOKEN: TOKEN,
-        JWT_SECRET: SECRET,
+        JWT_SIGNING_KEYS: SIGNING_KEYS,
       };
       const refusals = [
         () => parseConfig(production),
@@ -685,5 +697,123 @@ Deno.test("every setting's default is the one docs/operations.md documents", asy
     } else {
       assert.doesNotMatch(cell, /^`[^`]*`$/, `${name}: a default the code does not apply`);
     }
+  }
+});
+
+Deno.test("JWT_SIGNING_KEYS takes the CLI's one JWK or signing_keys.json's array, the first signing", () => {
+  const [first, second] = [signingKey(), signingKey()];
+  const one = parseConfig({ ...generateDevKeys(), JWT_SIGNING_KEYS: JSON.stringify(first) });
+  assert.equal(one.sessionKeys.signing.alg === "ES256" && one.sessionKeys.signing.kid, first.kid);
+  const both = parseConfig({
+    ...generateDevKeys(),
+    JWT_SIGNING_KEYS: JSON.stringify([second, first]),
+  });
+  assert.equal(
+    both.sessionKeys.signing.alg === "ES256" && both.sessionKeys.signing.kid,
+    second.kid,
+  );
+  assert.deepEqual(both.sessionKeys.published.map((key) => key.kid), [second.kid, first.kid]);
+  assert.equal(both.sessionKeys.legacySecret, null);
+  for (const key of both.sessionKeys.published) {
+    assert.ok(!("d" in key), "a private member published");
+  }
+});
+
+Deno.test("a signing key of another curve, a short RSA key, a secret or a public key alone is refused, never echoed", async () => {
+  const { privateKey: rsa1024 } = await crypto.subtle.generateKey(
+    {
+      name: "RSASSA-PKCS1-v1_5",
+      modulusLength: 1024,
+      publicExponent: new Uint8Array([1, 0, 1]),
+      hash: "SHA-256",
+    },
+    true,
+    ["sign", "verify"],
+  );
+  const { privateKey: p384 } = await crypto.subtle.generateKey(
+    { name: "ECDSA", namedCurve: "P-384" },
+    true,
+    ["sign", "verify"],
+  );
+  const good = signingKey();
+  const { d: _d, ...publicOnly } = good;
+  const cases: [unknown, RegExp][] = [
+    [{ ...(await crypto.subtle.exportKey("jwk", p384)), kid: "k" }, /must be on the curve P-256/],
+    [{ ...good, crv: "secp256k1" }, /must be on the curve P-256/],
+    [{ ...good, alg: "ES384" }, /on P-256 must be ES256/],
+    [
+      { ...(await crypto.subtle.exportKey("jwk", rsa1024)), kid: "k", alg: "RS256" },
+      /at least 2048 bits/,
+    ],
+    [{ kty: "oct", kid: "k", k: randomBase64(32), alg: "HS256" }, /a shared secret/],
+    [publicOnly, /private d/],
+    [{ ...good, kid: undefined }, /needs a kid/],
+    [{ ...good, use: "enc" }, /use other than "sig"/],
+    [[good, { ...signingKey(), kid: good.kid }], /entry 2 repeats the kid/],
+    [[], /holds no key/],
+  ];
+  for (const [given, expected] of cases) {
+    const text = JSON.stringify(given);
+    const problems = problemsOf({ ...generateDevKeys(), JWT_SIGNING_KEYS: text });
+    assert.ok(problems.some((p) => expected.test(p)), `${expected}: ${problems}`);
+    for (const problem of problems) assert.ok(!problem.includes(String(good.d)), "d echoed");
+  }
+  const unparsable = `{"kty":"EC","d":"${good.d}"`;
+  const problems = problemsOf({ ...generateDevKeys(), JWT_SIGNING_KEYS: unparsable });
+  assert.deepEqual(problems, ["JWT_SIGNING_KEYS must be JSON: a JWK, or an array of JWKs"]);
+});
+
+Deno.test("production refuses to start without signing keys unless HS256 is chosen explicitly", () => {
+  const { JWT_SIGNING_KEYS: _, ...withoutKeys } = productionEnv();
+  const [missing] = problemsOf(withoutKeys);
+  assert.match(missing, /requires JWT_SIGNING_KEYS \(or JWT_LEGACY_HS256=sign with JWT_SECRET\)/);
+  // JWT_SECRET alone is not a choice of HS256: it could be a leftover.
+  assert.ok(withoutKeys.JWT_SECRET);
+  const legacy = parseConfig({ ...withoutKeys, JWT_LEGACY_HS256: "sign" });
+  assert.equal(legacy.sessionKeys.signing.alg, "HS256");
+  assert.deepEqual(legacy.sessionKeys.published, []);
+  const { JWT_SECRET: __, ...neither } = withoutKeys;
+  assert.ok(
+    problemsOf({ ...neither, JWT_LEGACY_HS256: "sign" }).includes(
+      "JWT_LEGACY_HS256=sign needs JWT_SECRET",
+    ),
+  );
+  assert.ok(
+    problemsOf({ ...withoutKeys, JWT_LEGACY_HS256: "verify" }).includes(
+      "JWT_LEGACY_HS256=verify (migrating to signing keys) needs JWT_SIGNING_KEYS",
+    ),
+  );
+  const migrating = parseConfig(productionEnv({ JWT_LEGACY_HS256: "verify" }));
+  assert.equal(migrating.sessionKeys.signing.alg, "ES256");
+  assert.equal(migrating.sessionKeys.legacySecret, migrating.jwtSecret);
+});
+
+Deno.test("the issuer is the project's Auth URL when SUPABASE_URL is set, JWT_ISSUER when given", () => {
+  const supabase = parseConfig(productionEnv({ SUPABASE_URL: "https://abcdefgh.supabase.co" }));
+  assert.equal(supabase.sessionKeys.issuer, "https://abcdefgh.supabase.co/auth/v1");
+  const own = parseConfig(productionEnv({ JWT_ISSUER: "https://auth.example.com" }));
+  assert.equal(own.sessionKeys.issuer, "https://auth.example.com");
+  assert.equal(parseConfig({ ...generateDevKeys() }).sessionKeys.issuer, "wallet-proof");
+});
+
+Deno.test("a dev-keys file written before signing keys gains an ES256 key and keeps the others", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = `${dir}/dev-keys.json`;
+    const old = { ENCRYPTION_KEY: KEY_A, SERVER_REVEAL_TOKEN: TOKEN, JWT_SECRET: SECRET };
+    await Deno.writeTextFile(path, JSON.stringify(old));
+    const { keys, created } = await loadOrCreateDevKeys(path);
+    assert.equal(created, false);
+    assert.equal(keys.ENCRYPTION_KEY, KEY_A, "stored secrets stay decryptable");
+    assert.equal(keys.SERVER_REVEAL_TOKEN, TOKEN);
+    const [jwk] = JSON.parse(keys.JWT_SIGNING_KEYS);
+    assert.equal(jwk.alg, "ES256");
+    assert.ok(jwk.kid.startsWith(DEV_KID_PREFIX));
+    const again = await loadOrCreateDevKeys(path);
+    assert.equal(again.keys.JWT_SIGNING_KEYS, keys.JWT_SIGNING_KEYS, "written once, then reused");
+    const config = parseConfig({ ...again.keys });
+    assert.equal(config.sessionKeys.signing.alg, "ES256");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 });

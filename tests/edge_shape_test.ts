@@ -12,6 +12,8 @@ import { hashMessage } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { generateDevKeys } from "../server/dev-keys.ts";
 import { openTestDatabase } from "./support/database.ts";
+import { signingKey } from "./support/config-env.ts";
+import { decodeProtectedHeader } from "jose";
 import {
   edgeClient,
   type EdgeShape,
@@ -50,7 +52,8 @@ Deno.test({
       DATABASE_URL: pooler.urlFor(dbName),
       ENCRYPTION_KEYS: `k1:${randomSecret(32)}`,
       SERVER_REVEAL_TOKEN: serverRevealToken,
-      JWT_SECRET: randomSecret(48),
+      // The asymmetric mode, as production runs it: a key in the Supabase CLI's format.
+      JWT_SIGNING_KEYS: JSON.stringify(signingKey()),
       ALLOWED_ORIGINS: ORIGIN,
       RATE_LIMIT_NONCE_PER_MINUTE: "1000",
       RATE_LIMIT_PROOF_PER_MINUTE: "1000",
@@ -79,6 +82,12 @@ Deno.test({
         },
       );
       assert.equal(proof.status, 200, JSON.stringify(proof.body));
+      const header = decodeProtectedHeader(proof.body.access_token as string);
+      assert.deepEqual(header, {
+        alg: "ES256",
+        kid: JSON.parse(env.JWT_SIGNING_KEYS).kid,
+        typ: "JWT",
+      });
       return proof.body as { access_token: string; refresh_token: string; user: { id: string } };
     }
 
@@ -401,7 +410,12 @@ Deno.test({
             assert.deepEqual(await revealedValue(call, currentToken), [value]);
             const logs = shape.output();
             for (
-              const secret of [value, serverRevealToken, env.JWT_SECRET, session.refresh_token]
+              const secret of [
+                value,
+                serverRevealToken,
+                JSON.parse(env.JWT_SIGNING_KEYS).d,
+                session.refresh_token,
+              ]
             ) {
               assert.ok(!logs.includes(secret), "a secret reached the logs");
             }
@@ -573,7 +587,14 @@ Deno.test({
 
       await t.step("the instances' logs hold no secret value, token or key", () => {
         const logs = edge.output();
-        for (const secret of [...secretValues, serverRevealToken, env.JWT_SECRET, publishableKey]) {
+        for (
+          const secret of [
+            ...secretValues,
+            serverRevealToken,
+            JSON.parse(env.JWT_SIGNING_KEYS).d,
+            publishableKey,
+          ]
+        ) {
           assert.ok(!logs.includes(secret), "a secret reached the logs");
         }
       });

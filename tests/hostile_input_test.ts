@@ -12,7 +12,6 @@
  * FUZZ_CASES raises the number of in-process cases (default 5,000).
  */
 import assert from "node:assert/strict";
-import { SignJWT } from "jose";
 import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { generatePrivateKey } from "viem/accounts";
 import { ERROR_STATUS } from "../functions/_shared/http/errors.ts";
@@ -163,6 +162,31 @@ async function signed(
   return `${head}.${body}.${base64url(new Uint8Array(signature))}`;
 }
 
+/** `claims` under `header` signed with the server's own ES256 key (a JWS signature is r || s). */
+async function signedByServer(
+  app: TestApp,
+  claims: Record<string, unknown>,
+  header: Record<string, unknown>,
+): Promise<string> {
+  const signing = app.config.sessionKeys.signing;
+  assert.ok(signing.alg === "ES256");
+  const key = await crypto.subtle.importKey(
+    "jwk",
+    signing.jwk,
+    { name: "ECDSA", namedCurve: "P-256" },
+    false,
+    ["sign"],
+  );
+  const head = base64url(JSON.stringify({ kid: signing.kid, ...header }));
+  const body = base64url(JSON.stringify(claims));
+  const signature = await crypto.subtle.sign(
+    { name: "ECDSA", hash: "SHA-256" },
+    key,
+    new TextEncoder().encode(`${head}.${body}`),
+  );
+  return `${head}.${body}.${base64url(new Uint8Array(signature))}`;
+}
+
 /** Changes one character that carries bits (never the last of a segment, which may be padding). */
 function flipChar(rng: Rng, token: string): string {
   const positions: number[] = [];
@@ -184,13 +208,12 @@ async function forgeTokens(
   victim: Fixtures["victim"],
   attacker: Fixtures["attacker"],
 ): Promise<string[]> {
-  const realKey = new TextEncoder().encode(app.config.jwtSecret);
   const now = Math.floor(Date.now() / 1000);
   const base = {
     sub: victim.userId,
     role: "authenticated",
     aud: "authenticated",
-    iss: "wallet-proof",
+    iss: app.config.sessionKeys.issuer,
     iat: now,
     exp: now + 3600,
     session_id: victim.sessionId,
@@ -225,8 +248,8 @@ async function forgeTokens(
         token = await signed(rng.bytes(32), base);
         break;
       case 6: // the server's key, but claims that must be refused
-        token = await signed(
-          realKey,
+        token = await signedByServer(
+          app,
           rng.pick<Record<string, unknown>>([
             { ...base, exp: now - rng.between(1, 100_000) }, // expired
             { ...base, aud: "anon" },
@@ -241,18 +264,14 @@ async function forgeTokens(
             { ...base, exp: undefined },
             { ...base, sub: SQL_FRAGMENTS[0] },
           ]),
-          rng.pick([{ alg: "HS256", typ: "JWT" }, { alg: "HS256", crit: ["b64"], b64: false }]),
+          rng.pick([{ alg: "ES256", typ: "JWT" }, { alg: "ES256", crit: ["b64"], b64: false }]),
         );
         break;
-      case 7: // validly signed with jose, wrong audience (exercises jose's own claim checks)
-        token = await new SignJWT({ role: "authenticated", session_id: victim.sessionId })
-          .setProtectedHeader({ alg: "HS256" })
-          .setSubject(victim.userId)
-          .setAudience(rng.pick(["service_role", "", "authenticated "]))
-          .setIssuer("wallet-proof")
-          .setIssuedAt()
-          .setExpirationTime("1h")
-          .sign(realKey);
+      case 7: // validly signed by the server, wrong audience
+        token = await signedByServer(app, {
+          ...base,
+          aud: rng.pick(["service_role", "", "authenticated "]),
+        }, { alg: "ES256" });
         break;
       case 8: // no JWT at all
         token = headerSafe(hostileString(rng, 120)).replace(/\s/g, "") || "x";

@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { openTestDatabase } from "./support/database.ts";
+import { signingKey } from "./support/config-env.ts";
 import {
   edgeClient,
   type EdgeShape,
@@ -44,7 +45,8 @@ Deno.test({
       APP_ENV: "production",
       ENCRYPTION_KEYS: `k1:${randomSecret(32)}`,
       SERVER_REVEAL_TOKEN: serverRevealToken,
-      JWT_SECRET: randomSecret(48),
+      // The asymmetric mode, as production runs it: a key in the Supabase CLI's format.
+      JWT_SIGNING_KEYS: JSON.stringify(signingKey()),
       ALLOWED_ORIGINS: ORIGIN,
     };
     const edge = await startEdgeShape({ env, instancesPerFunction: 1, runtime: lookup.found })
@@ -113,7 +115,14 @@ Deno.test({
       assert.equal((after.body.error as { code: string }).code, "session_revoked");
 
       const logs = edge.output();
-      for (const secret of [value, serverRevealToken, env.JWT_SECRET, session.refresh_token]) {
+      for (
+        const secret of [
+          value,
+          serverRevealToken,
+          JSON.parse(env.JWT_SIGNING_KEYS).d,
+          session.refresh_token,
+        ]
+      ) {
         assert.ok(!logs.includes(secret), "a secret reached the logs");
       }
     } finally {

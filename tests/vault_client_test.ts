@@ -17,7 +17,7 @@ import {
   type VaultStorage,
 } from "../sdk/browser.ts";
 import { type NonceResponse, signInMessageMismatch } from "../sdk/sign-in-message.ts";
-import { createSessionTokens } from "../functions/_shared/auth/session-tokens.ts";
+import { serviceSigner } from "./support/session-signers.ts";
 import { bearer, newWallet, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 import { rejects } from "./support/vault-error.ts";
@@ -322,12 +322,7 @@ describeWithDatabase("the browser vault client", {
     const session = await client.signIn(wallet().provider);
     // The same live session, with an access token that expired an hour ago; the client's clock
     // believes it is fresh, so only the service's token_expired can trigger the refresh.
-    const pastTokens = createSessionTokens({
-      jwtSecret: app.config.jwtSecret,
-      accessTokenTtlSeconds: 60,
-      db: app.context.db,
-      now: () => Date.now() - 3600_000,
-    });
+    const pastTokens = serviceSigner(app.config, { ttl: 60, now: () => Date.now() - 3600_000 });
     const { accessToken: expired } = await pastTokens.issue({
       userId: session.user.id,
       sessionId: sessionIdOf(session.accessToken),

@@ -10,7 +10,7 @@ import { asCreator, type CreatorClaims } from "./support/as-creator.ts";
 import type { EncryptionKeySpec } from "../functions/_shared/config/keyring.ts";
 import { silentLogger } from "./support/log.ts";
 import { SECRET_TYPES, type SecretType } from "../functions/_shared/vault/secret-types.ts";
-import { createSessionTokens } from "../functions/_shared/auth/session-tokens.ts";
+import { serviceSigner, strangerSigner } from "./support/session-signers.ts";
 import { importKeyring } from "../functions/_shared/vault/vault-crypto.ts";
 import { createLocalApp } from "../server/app.ts";
 import { MAX_PASSES, rotateKeys } from "../scripts/lib/key-rotation.ts";
@@ -634,17 +634,11 @@ describeWithDatabase("secret vault", {
       sessionId: claims.session_id as string,
       walletAddress: claims.wallet_address as string,
     };
-    const expired = await createSessionTokens({
-      jwtSecret: app.config.jwtSecret,
-      accessTokenTtlSeconds: 60,
-      db: app.database.db,
+    const expired = await serviceSigner(app.config, {
+      ttl: 60,
       now: () => Date.now() - 3_600_000,
     }).issue(identity);
-    const forged = await createSessionTokens({
-      jwtSecret: "another-secret-of-at-least-thirty-two-characters",
-      accessTokenTtlSeconds: 60,
-      db: app.database.db,
-    }).issue(identity);
+    const forged = await strangerSigner(app.config).issue(identity);
     const badTokens: [Record<string, string>, string][] = [
       [{ authorization: "Token abc" }, "invalid_token"],
       [bearer("not.a.jwt"), "invalid_token"],

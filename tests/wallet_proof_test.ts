@@ -16,7 +16,7 @@ import { createSiweMessage } from "viem/siwe";
 import { createServiceContext } from "../functions/_shared/context.ts";
 import type { LogFields, Logger } from "../functions/_shared/http/log.ts";
 import { hashRefreshToken } from "../functions/_shared/auth/refresh-tokens.ts";
-import { createSessionTokens } from "../functions/_shared/auth/session-tokens.ts";
+import { serviceSigner, strangerSigner } from "./support/session-signers.ts";
 import { generateNonce } from "../functions/_shared/auth/siwe.ts";
 import { createLocalApp } from "../server/app.ts";
 import { bearer, newWallet, signIn, TEST_ORIGIN, type TestApp } from "./support/app.ts";
@@ -742,17 +742,19 @@ describeWithDatabase("wallet sign-in", {
 
     const tampered = `${header}.${json64({ ...claims, sub: otherUser.userId })}.${signature}`;
     const unsigned = `${json64({ alg: "none", typ: "JWT" })}.${json64(claims)}.`;
-    const wrongSecret = await new SignJWT(claims)
-      .setProtectedHeader({ alg: "HS256", typ: "JWT" })
-      .sign(new TextEncoder().encode(`${app.config.jwtSecret}-not-ours`));
+    const wrongSecret = (await strangerSigner(app.config).issue({
+      userId: signedIn.userId,
+      sessionId: String(claims.session_id),
+      walletAddress: signedIn.account.address,
+    })).accessToken;
+    // The published key's own JSON as an HMAC secret: the classic algorithm confusion.
+    const [publicKey] = app.config.sessionKeys.published;
     const otherAlgorithm = await new SignJWT(claims)
-      .setProtectedHeader({ alg: "HS512", typ: "JWT" })
-      .sign(new TextEncoder().encode(app.config.jwtSecret));
+      .setProtectedHeader({ alg: "HS256", typ: "JWT", kid: publicKey.kid })
+      .sign(new TextEncoder().encode(JSON.stringify(publicKey)));
     // Expired: our secret, a live session, but issued two hours ago for one hour.
-    const expired = (await createSessionTokens({
-      jwtSecret: app.config.jwtSecret,
-      accessTokenTtlSeconds: 3600,
-      db: app.database.db,
+    const expired = (await serviceSigner(app.config, {
+      ttl: 3600,
       now: () => Date.now() - 7_200_000,
     }).issue({
       userId: signedIn.userId,

@@ -40,9 +40,11 @@ export function createServiceContext(
   log: Logger,
   options: ContextOptions = {},
 ): ServiceContext {
+  // Public keys only: signing is wallet-proof's alone (session-signer.ts).
   const sessions = createSessionTokens({
-    jwtSecret: config.jwtSecret,
-    accessTokenTtlSeconds: config.accessTokenTtlSeconds,
+    issuer: config.sessionKeys.issuer,
+    publicKeys: config.sessionKeys.published,
+    legacySecret: config.sessionKeys.legacySecret,
     db,
   });
   const signInOrigins = config.allowedOrigins.length > 0

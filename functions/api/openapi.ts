@@ -15,6 +15,7 @@ import { CREATOR_USER_SECRETS_OPERATIONS } from "../user-secrets/creator-operati
 import { USER_SECRETS_OPERATIONS } from "../user-secrets/operations.ts";
 import { CREATOR_WALLET_PROOF_OPERATIONS } from "../wallet-proof/creator-operations.ts";
 import { WALLET_PROOF_OPERATIONS } from "../wallet-proof/operations.ts";
+import { WELL_KNOWN_OPERATIONS } from "../wallet-proof/well-known.ts";
 import { type Json, override, pathItem, schemaRef } from "./openapi-operations.ts";
 
 /**
@@ -40,6 +41,7 @@ const OPERATIONS: readonly Operation[] = [
   ...WALLET_PROOF_OPERATIONS,
   ...USER_SECRETS_OPERATIONS,
   ...CREATOR_WALLET_PROOF_OPERATIONS,
+  ...WELL_KNOWN_OPERATIONS("wallet-proof"),
   ...CREATOR_USER_SECRETS_OPERATIONS,
 ];
 

@@ -8,6 +8,7 @@
  */
 import type { ServiceContext } from "../_shared/context.ts";
 import { sessionChecks } from "../_shared/auth/session-checks.ts";
+import { createSessionSigner } from "../_shared/auth/session-signer.ts";
 import { refreshSuccessors } from "../_shared/auth/refresh-tokens.ts";
 import { type Handler, router } from "../_shared/http/router.ts";
 import { confirmNonceRoute } from "./confirm-nonce.ts";
@@ -21,6 +22,7 @@ import { refreshRoute } from "./refresh.ts";
 import { sessionsRoute } from "./sessions.ts";
 import { signOutSessionsRoute } from "./sign-out-sessions.ts";
 import { unlockRoute } from "./unlock.ts";
+import { DISCOVERY_PATH, discoveryRoute, JWKS_PATH, jwksRoute } from "./well-known.ts";
 
 export const FUNCTION_NAME = "wallet-proof";
 
@@ -37,24 +39,37 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
     checkContractProof,
   });
   const act = { db, config, checkFreshSignature };
+  // The one place a private key is loaded: wallet-proof alone signs (session-signer.ts).
+  const signer = createSessionSigner({
+    keys: config.sessionKeys,
+    accessTokenTtlSeconds: config.accessTokenTtlSeconds,
+  });
   return router(FUNCTION_NAME, [
     // No session: a nonce is anyone's; the proof, or the refresh token, is its own credential.
     { method: "POST", path: "/nonce", handle: nonceRoute({ db, config, signInOrigins }) },
     {
       method: "POST",
       path: "",
-      handle: proofRoute({ db, sessions, config, signInOrigins, checkContractProof }),
+      handle: proofRoute({ db, signer, config, signInOrigins, checkContractProof }),
     },
     {
       method: "POST",
       path: "/refresh",
       handle: refreshRoute({
         db,
-        sessions,
+        signer,
         config,
         log,
-        successorOf: refreshSuccessors(config.jwtSecret),
+        // JWT_SECRET when set, else the vault's active key: either outlives a signing-key switch.
+        successorOf: refreshSuccessors(config.jwtSecret ?? config.encryptionKeys[0].key),
       }),
+    },
+    // Public keys and the issuer, for anyone who verifies a session.
+    { method: "GET", path: JWKS_PATH, handle: jwksRoute(config.sessionKeys) },
+    {
+      method: "GET",
+      path: DISCOVERY_PATH,
+      handle: discoveryRoute(config.sessionKeys, FUNCTION_NAME),
     },
     { method: "POST", path: "/logout", handle: requireLiveSession(logoutRoute({ db })) },
     {

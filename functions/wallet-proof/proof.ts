@@ -7,7 +7,7 @@ import type { AppConfig } from "../_shared/config/app-config.ts";
 import type { Database } from "../_shared/db/db.ts";
 import { clientIp, enforceRateLimit, rateLimited } from "../_shared/auth/rate-limit.ts";
 import { hashRefreshToken, newRefreshToken } from "../_shared/auth/refresh-tokens.ts";
-import type { SessionTokens } from "../_shared/auth/session-tokens.ts";
+import type { SessionSigner } from "../_shared/auth/session-signer.ts";
 import { checkSiweMessage, type SiweFields, verifySignature } from "../_shared/auth/siwe.ts";
 import { MAX_MESSAGE_LENGTH } from "../_shared/auth/siwe-parser.ts";
 import { MAX_CONTRACT_SIGNATURE_BYTES } from "../_shared/chain/contract-signatures.ts";
@@ -31,7 +31,7 @@ export const proofRequest = z.strictObject({
 
 export interface ProofDeps {
   readonly db: Database;
-  readonly sessions: SessionTokens;
+  readonly signer: SessionSigner;
   readonly config: Pick<
     AppConfig,
     | "appEnv"

@@ -20,7 +20,7 @@ import {
   retryKeyCommitment,
   sameDigest,
 } from "../_shared/auth/refresh-tokens.ts";
-import type { SessionTokens } from "../_shared/auth/session-tokens.ts";
+import type { SessionSigner } from "../_shared/auth/session-signer.ts";
 import { readJson } from "../_shared/http/bodies.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import type { Logger } from "../_shared/http/log.ts";
@@ -74,7 +74,7 @@ const RETRY_GRACE_SECONDS = 2 * LONGEST_CLIENT_TRY_SECONDS;
 
 export interface RefreshDeps {
   readonly db: Database;
-  readonly sessions: SessionTokens;
+  readonly signer: SessionSigner;
   readonly config: Pick<AppConfig, "accessTokenTtlSeconds" | "clientIp" | "rateLimits">;
   readonly log: Logger;
   readonly successorOf: RefreshSuccessor;

@@ -4,7 +4,7 @@
  */
 import type { AppConfig } from "../_shared/config/app-config.ts";
 import { checksumAddress } from "../_shared/auth/eth.ts";
-import type { SessionTokens } from "../_shared/auth/session-tokens.ts";
+import type { SessionSigner } from "../_shared/auth/session-signer.ts";
 import { buildSiweMessage } from "../_shared/auth/siwe.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import { json } from "../_shared/http/responses.ts";
@@ -83,18 +83,18 @@ export function nonceMessage(
 }
 
 export interface SessionAnswerDeps {
-  readonly sessions: SessionTokens;
+  readonly signer: SessionSigner;
   readonly config: Pick<AppConfig, "accessTokenTtlSeconds">;
 }
 
 /** The answer to a proof or a refresh: a new access token beside the given refresh token. */
 export async function sessionAnswer(
-  { sessions, config }: SessionAnswerDeps,
+  { signer, config }: SessionAnswerDeps,
   creator: { userId: string; sessionId: string; walletAddress: string },
   refreshToken: string,
 ): Promise<Response> {
   const checksummed = checksumAddress(creator.walletAddress);
-  const { accessToken, expiresAt } = await sessions.issue({
+  const { accessToken, expiresAt } = await signer.issue({
     userId: creator.userId,
     sessionId: creator.sessionId,
     walletAddress: checksummed,

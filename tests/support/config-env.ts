@@ -1,10 +1,17 @@
 /** Environments for the configuration tests, and the problems a refused one names. */
 import assert from "node:assert/strict";
 import { ConfigError, parseConfig } from "../../functions/_shared/config/config.ts";
+import { generateDevSigningKey } from "../../server/dev-keys.ts";
 
 export const base64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
 export const randomBytes = (length: number) => crypto.getRandomValues(new Uint8Array(length));
 export const randomBase64 = (length: number) => base64(randomBytes(length));
+
+/** A private ES256 JWK as `supabase gen signing-key` prints it, under a kid of its own. */
+export const signingKey = (): Record<string, unknown> => ({
+  ...generateDevSigningKey(),
+  kid: crypto.randomUUID(),
+});
 
 /** Settings production accepts: real random keys and secrets, an origin. */
 export function productionEnv(overrides: Record<string, string> = {}): Record<string, string> {
@@ -14,6 +21,7 @@ export function productionEnv(overrides: Record<string, string> = {}): Record<st
     ENCRYPTION_KEY: randomBase64(32),
     SERVER_REVEAL_TOKEN: randomBase64(32),
     JWT_SECRET: randomBase64(48),
+    JWT_SIGNING_KEYS: JSON.stringify(signingKey()),
     ALLOWED_ORIGINS: "https://app.example.com",
     ...overrides,
   };

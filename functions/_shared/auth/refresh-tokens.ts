@@ -62,10 +62,12 @@ export function sameDigest(a: Uint8Array, b: Uint8Array): boolean {
 export type RefreshSuccessor = (presented: string, commitment: string) => Promise<string>;
 
 /**
- * Successors under a key derived from `secret` (JWT_SECRET) with HKDF for this use alone, so no
- * value computed here is ever a JWT signature, nor the other way round. Imported once, lazily.
+ * Successors under a key derived from `secret` (JWT_SECRET, or the vault's active key) with HKDF for
+ * this use alone, so no value computed here is ever a JWT signature or a vault key, nor the other
+ * way round. Not the signing key: a retry across a signing-key switch still gets its successor.
+ * Imported once, lazily.
  */
-export function refreshSuccessors(secret: string): RefreshSuccessor {
+export function refreshSuccessors(secret: string | Uint8Array): RefreshSuccessor {
   let key: Promise<CryptoKey> | null = null;
   const derive = async () =>
     crypto.subtle.deriveKey(
@@ -77,7 +79,7 @@ export function refreshSuccessors(secret: string): RefreshSuccessor {
       },
       await crypto.subtle.importKey(
         "raw",
-        new TextEncoder().encode(secret),
+        typeof secret === "string" ? new TextEncoder().encode(secret) : Uint8Array.from(secret),
         "HKDF",
         false,
         ["deriveKey"],

@@ -4,6 +4,7 @@
  */
 import type { DatabaseSettings } from "../db/db.ts";
 import type { EncryptionKeySpec } from "./keyring.ts";
+import type { SessionKeys } from "../auth/session-keys.ts";
 
 export type AppEnv = "development" | "test" | "production";
 
@@ -29,7 +30,10 @@ export interface AppConfig {
   /** First key encrypts; every key decrypts (rotation). */
   readonly encryptionKeys: readonly EncryptionKeySpec[];
   readonly serverRevealToken: string;
-  readonly jwtSecret: string;
+  /** JWT_SECRET when set: the legacy HS256 secret, and the refresh retries' key (refresh-tokens.ts). */
+  readonly jwtSecret: string | null;
+  /** The keys that sign and verify sessions, and the issuer (session-keys.ts). */
+  readonly sessionKeys: SessionKeys;
   /** Origins whose EIP-4361 `domain`/`uri` are accepted and that CORS lets in. Empty: own origin only. */
   readonly allowedOrigins: readonly string[];
   /** null: any chain. */

@@ -12,6 +12,12 @@ import { type ComparedSecret, comparedSecret, sharedSecrets, weakSecret } from "
 import { localStackProblems } from "./local-stack.ts";
 import { isLoopbackHostname } from "../http/loopback.ts";
 import {
+  DEV_KID_PREFIX,
+  LEGACY_ISSUER,
+  parseSigningKeys,
+  type SessionKeys,
+} from "../auth/session-keys.ts";
+import {
   parseChainIds,
   parseChainRpcUrls,
   parseDatabaseUrl,
@@ -57,7 +63,7 @@ export const REQUIRED_IN_PRODUCTION = [
   "DATABASE_URL (or SUPABASE_DB_URL)",
   "ENCRYPTION_KEYS (or ENCRYPTION_KEY)",
   "SERVER_REVEAL_TOKEN",
-  "JWT_SECRET",
+  "JWT_SIGNING_KEYS (or JWT_LEGACY_HS256=sign with JWT_SECRET)",
   "ALLOWED_ORIGINS",
 ] as const;
 
@@ -95,6 +101,7 @@ export function parseConfig(
   const supabaseUrl = vars.SUPABASE_URL === undefined
     ? null
     : parseOrigin(vars.SUPABASE_URL, "SUPABASE_URL", problems);
+  const sessionKeys = sessionKeySettings(vars, supabaseUrl, problems);
 
   if (production) {
     problems.unshift(...missingInProduction(env, REQUIRED_IN_PRODUCTION));
@@ -128,7 +135,9 @@ export function parseConfig(
     // Development and tests get their keys from the local server's dev-key file or the test setup.
     if (encryptionKeys.length === 0) problems.push(NO_KEYRING);
     if (vars.SERVER_REVEAL_TOKEN === undefined) problems.push("SERVER_REVEAL_TOKEN is not set");
-    if (vars.JWT_SECRET === undefined) problems.push("JWT_SECRET is not set");
+    if (vars.JWT_SIGNING_KEYS === undefined && vars.JWT_LEGACY_HS256 !== "sign") {
+      problems.push("JWT_SIGNING_KEYS is not set");
+    }
   }
   if (problems.length > 0) throw new ConfigError(problems);
 
@@ -140,7 +149,8 @@ export function parseConfig(
     database,
     encryptionKeys,
     serverRevealToken: vars.SERVER_REVEAL_TOKEN!,
-    jwtSecret: vars.JWT_SECRET!,
+    jwtSecret: vars.JWT_SECRET ?? null,
+    sessionKeys: sessionKeys!,
     allowedOrigins,
     allowedChainIds,
     nonceTtlSeconds: vars.NONCE_TTL_SECONDS,
@@ -181,7 +191,7 @@ const REQUIRED_FOR_STORAGE: readonly Requirement[] = [
 
 /**
  * The database and the keyring alone, for an operator command that neither signs sessions nor
- * answers requests: SERVER_REVEAL_TOKEN, JWT_SECRET and ALLOWED_ORIGINS are not asked for. In
+ * answers requests: SERVER_REVEAL_TOKEN, the session keys and ALLOWED_ORIGINS are not asked for. In
  * production, as for the service, the database is a Postgres URL (never a local PGlite).
  */
 export function parseStorageConfig(given: Env): StorageConfig {
@@ -289,6 +299,52 @@ function storageSettings(vars: EnvVars, defaults: ConfigDefaults, problems: stri
   return { database, keyring };
 }
 
+/**
+ * The session keys: JWT_SIGNING_KEYS (the first signs), or HS256 under JWT_SECRET chosen with
+ * JWT_LEGACY_HS256=sign; "verify" signs with the keys while HS256 tokens still verify (the
+ * migration). Problems are appended; null when none can sign (a problem then says why).
+ */
+function sessionKeySettings(
+  vars: EnvVars,
+  supabaseUrl: string | null,
+  problems: string[],
+): SessionKeys | null {
+  const legacy = vars.JWT_LEGACY_HS256;
+  const keys = vars.JWT_SIGNING_KEYS === undefined
+    ? undefined
+    : parseSigningKeys(vars.JWT_SIGNING_KEYS, problems);
+  if (legacy !== undefined && vars.JWT_SECRET === undefined) {
+    problems.push(`JWT_LEGACY_HS256=${legacy} needs JWT_SECRET`);
+    return null;
+  }
+  if (legacy === "verify" && vars.JWT_SIGNING_KEYS === undefined) {
+    problems.push("JWT_LEGACY_HS256=verify (migrating to signing keys) needs JWT_SIGNING_KEYS");
+  }
+  if (vars.APP_ENV === "production") {
+    for (const key of keys?.published ?? []) {
+      if (key.kid.toLowerCase().startsWith(DEV_KID_PREFIX)) {
+        problems.push(
+          `JWT_SIGNING_KEYS holds the local server's development key ${key.kid} (generate one ` +
+            "with supabase gen signing-key)",
+        );
+      }
+    }
+  }
+  const issuer = vars.JWT_ISSUER ??
+    (supabaseUrl === null ? LEGACY_ISSUER : `${supabaseUrl}/auth/v1`);
+  const legacySecret = legacy === undefined ? null : vars.JWT_SECRET!;
+  if (legacy === "sign") {
+    return {
+      issuer,
+      signing: { alg: "HS256", secret: vars.JWT_SECRET! },
+      published: keys?.published ?? [],
+      legacySecret,
+    };
+  }
+  if (keys === undefined || keys === null) return null;
+  return { issuer, signing: keys.signing, published: keys.published, legacySecret };
+}
+
 type Requirement = typeof REQUIRED_IN_PRODUCTION[number];
 
 /** One line naming each of `required` that is absent (not: malformed). */
@@ -298,7 +354,8 @@ function missingInProduction(env: Env, required: readonly Requirement[]): string
     "DATABASE_URL (or SUPABASE_DB_URL)": databaseUrl(env) !== undefined,
     "ENCRYPTION_KEYS (or ENCRYPTION_KEY)": given("ENCRYPTION_KEYS", "ENCRYPTION_KEY"),
     SERVER_REVEAL_TOKEN: given("SERVER_REVEAL_TOKEN"),
-    JWT_SECRET: given("JWT_SECRET"),
+    "JWT_SIGNING_KEYS (or JWT_LEGACY_HS256=sign with JWT_SECRET)": given("JWT_SIGNING_KEYS") ||
+      (env.JWT_LEGACY_HS256?.trim().toLowerCase() === "sign" && given("JWT_SECRET")),
     ALLOWED_ORIGINS: given("ALLOWED_ORIGINS"),
   };
   const missing = required.filter((requirement) => !present[requirement]);

@@ -109,6 +109,11 @@ export const ENV_VARS = {
   ENCRYPTION_KEY: TEXT,
   SERVER_REVEAL_TOKEN: HEADER_SECRET,
   JWT_SECRET: SECRET,
+  // Private JWKs as `supabase gen signing-key` writes them (session-keys.ts reads them).
+  JWT_SIGNING_KEYS: TEXT,
+  // HS256 under JWT_SECRET, chosen explicitly: "sign" (legacy), "verify" (migrating away from it).
+  JWT_LEGACY_HS256: { kind: "choice", options: ["sign", "verify"], lowerCase: true },
+  JWT_ISSUER: TEXT,
   ALLOWED_ORIGINS: TEXT,
   ALLOWED_CHAIN_IDS: TEXT,
   NONCE_TTL_SECONDS: integer(1, 86_400, 600),
