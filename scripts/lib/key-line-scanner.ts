@@ -6,6 +6,7 @@ import { ALLOW_MARKER } from "./key-allow.ts";
 import { bareValueIsLiteral } from "./key-assignments.ts";
 import { type Finding, maskSecret, rememberValue } from "./key-finding.ts";
 import { findInLine } from "./key-line-search.ts";
+import { sectionHeader } from "./key-sections.ts";
 
 /**
  * Scans text pushed in pieces of any size, line by line. A line longer than `segmentChars` (a
@@ -28,6 +29,8 @@ export class LineScanner {
   #dropped = 0;
   /** Leading characters of #pending already scanned, kept only as context. */
   #lead = 0;
+  /** The INI section the current line is in (`[mistral]`), if any. */
+  #section: string | null = null;
 
   constructor(
     file: string,
@@ -85,6 +88,7 @@ export class LineScanner {
    * segment; one finding per stretch of the line.
    */
   #scan(line: string, complete: boolean): void {
+    if (complete) this.#section = sectionHeader(line) ?? this.#section;
     if (line.includes(ALLOW_MARKER)) return;
     const limit = complete ? line.length : line.length - this.#overlapChars;
     const candidates: Candidate[] = [];
@@ -92,7 +96,7 @@ export class LineScanner {
       if (anchor >= this.#lead && anchor < limit) {
         candidates.push({ start, end, value, kind, rank });
       }
-    });
+    }, this.#section);
     if (candidates.length === 0) return;
     for (const { start, value, kind } of oneFindingPerStretch(candidates)) {
       const finding: Finding = {
