@@ -5,7 +5,9 @@
 import { ALLOW_MARKER } from "./key-allow.ts";
 import { bareValueIsLiteral } from "./key-assignments.ts";
 import { type Finding, maskSecret, rememberValue } from "./key-finding.ts";
+import type { LongRun } from "./key-decode.ts";
 import { findInLine } from "./key-line-search.ts";
+import { type Candidate, oneFindingPerStretch } from "./key-stretches.ts";
 import { sectionHeader } from "./key-sections.ts";
 
 /**
@@ -17,6 +19,8 @@ import { sectionHeader } from "./key-sections.ts";
  */
 export class LineScanner {
   readonly findings: Finding[] = [];
+  /** Base64 and hex runs too long to decode: not read, so the report must name them. */
+  readonly longRuns: LongRunAt[] = [];
   readonly #file: string;
   readonly #source: string | undefined;
   readonly #bareIsLiteral: boolean;
@@ -92,11 +96,27 @@ export class LineScanner {
     if (line.includes(ALLOW_MARKER)) return;
     const limit = complete ? line.length : line.length - this.#overlapChars;
     const candidates: Candidate[] = [];
-    findInLine(line, this.#bareIsLiteral, (start, end, value, kind, anchor, rank) => {
-      if (anchor >= this.#lead && anchor < limit) {
-        candidates.push({ start, end, value, kind, rank });
-      }
-    }, this.#section);
+    const inReach = (anchor: number) => anchor >= this.#lead && anchor < limit;
+    const context = {
+      bareIsLiteral: this.#bareIsLiteral,
+      section: this.#section,
+      tooLong: (run: LongRun) => {
+        if (!inReach(run.start)) return;
+        const { encoding, length } = run;
+        // A run reaching the end of a segment goes on in the next one.
+        const cut = !complete && run.start + length >= line.length;
+        this.longRuns.push({
+          line: this.#line,
+          column: this.#dropped + run.start + 1,
+          encoding,
+          length,
+          cut,
+        });
+      },
+    };
+    findInLine(line, context, (start, end, value, kind, anchor, rank) => {
+      if (inReach(anchor)) candidates.push({ start, end, value, kind, rank });
+    });
     if (candidates.length === 0) return;
     for (const { start, value, kind } of oneFindingPerStretch(candidates)) {
       const finding: Finding = {
@@ -113,52 +133,12 @@ export class LineScanner {
   }
 }
 
-/**
- * One finding per stretch of the line, in order of where they start: a provider's shape over a
- * bearer token or a URL's credential over a value assigned to a name (a key under OPENAI_API_KEY is
- * an OpenAI key, base64-encoded or not). Rank by rank, each rank's candidates are swept in order
- * against the kept ones (disjoint, so sorted by start and by end alike): a line holding thousands
- * of keys is read in time proportional to their number, not its square.
- */
-function oneFindingPerStretch(candidates: Candidate[]): Candidate[] {
-  candidates.sort((a, b) => a.rank - b.rank || a.start - b.start);
-  let kept: Candidate[] = [];
-  for (let from = 0; from < candidates.length;) {
-    let to = from;
-    while (to < candidates.length && candidates[to].rank === candidates[from].rank) to++;
-    const added: Candidate[] = [];
-    let k = 0;
-    for (let i = from; i < to; i++) {
-      const candidate = candidates[i];
-      while (k < kept.length && kept[k].end <= candidate.start) k++;
-      if (k < kept.length && kept[k].start < candidate.end) continue;
-      const last = added[added.length - 1];
-      if (last !== undefined && last.end > candidate.start) continue;
-      added.push(candidate);
-    }
-    kept = mergeByStart(kept, added);
-    from = to;
-  }
-  return kept;
-}
-
-function mergeByStart(a: Candidate[], b: Candidate[]): Candidate[] {
-  if (b.length === 0) return a;
-  const merged: Candidate[] = [];
-  let i = 0;
-  let j = 0;
-  while (i < a.length || j < b.length) {
-    if (j >= b.length || (i < a.length && a[i].start <= b[j].start)) merged.push(a[i++]);
-    else merged.push(b[j++]);
-  }
-  return merged;
-}
-
-interface Candidate {
-  readonly start: number;
-  readonly end: number;
-  readonly value: string;
-  readonly kind: string;
-  /** Lower is stronger evidence (see Sink in key-line-search.ts). */
-  readonly rank: number;
+/** A base64 or hex run not decoded for its length, where it starts. */
+export interface LongRunAt {
+  readonly line: number;
+  readonly column: number;
+  readonly encoding: string;
+  /** Its length, or (when `cut`) what the segment held of it. */
+  readonly length: number;
+  readonly cut: boolean;
 }

@@ -6,7 +6,7 @@
 import { findAssignments } from "./key-assignments.ts";
 import { findAuthorizationTokens, findBearerTokens, findUrlCredentials } from "./key-bearer-url.ts";
 import { findCallValues } from "./key-calls.ts";
-import { encodedRuns } from "./key-decode.ts";
+import { encodedRuns, type LongRun } from "./key-decode.ts";
 import { blankEncodings, decodeEncodings } from "./key-escapes.ts";
 import type { Report } from "./key-finding.ts";
 import { findLiveRunCredentials } from "./key-live-run.ts";
@@ -31,17 +31,19 @@ type Sink = (
 /** How deep base64 or hex inside base64 or hex is decoded: a line, and two layers below it. */
 const MAX_DECODING_DEPTH = 2;
 
-/**
- * Everything in `line`; `bareIsLiteral`: whether an unquoted value after a name is a literal;
- * `section`: the INI section the line is in (sectionHeader), if any.
- */
-export function findInLine(
-  line: string,
-  bareIsLiteral: boolean,
-  sink: Sink,
-  section: string | null = null,
-): void {
-  searchLayers(line, bareIsLiteral, section, 0, sink);
+/** How a line is read. */
+export interface LineContext {
+  /** Whether an unquoted value after a name is a literal (bareValueIsLiteral). */
+  readonly bareIsLiteral: boolean;
+  /** The INI section the line is in (sectionHeader), if any. */
+  readonly section?: string | null;
+  /** Told of each base64 or hex run too long to decode, at its start in the line. */
+  readonly tooLong?: (run: LongRun) => void;
+}
+
+/** Everything in `line`. */
+export function findInLine(line: string, context: LineContext, sink: Sink): void {
+  searchLayers(line, context.bareIsLiteral, context.section ?? null, 0, sink, context.tooLong);
 }
 
 function searchLayers(
@@ -50,6 +52,7 @@ function searchLayers(
   section: string | null,
   depth: number,
   sink: Sink,
+  tooLong?: (run: LongRun) => void,
 ): void {
   findIn(
     blankEncodings(line),
@@ -69,7 +72,10 @@ function searchLayers(
     );
   }
   if (depth >= MAX_DECODING_DEPTH) return;
-  for (const run of encodedRuns(text)) {
+  const tooLongHere = tooLong === undefined
+    ? undefined
+    : (run: LongRun) => tooLong({ ...run, start: at(run.start) });
+  for (const run of encodedRuns(text, tooLongHere)) {
     const inner = run.text;
     let offset = 0;
     // An INI file encoded whole has its sections inside.
@@ -83,10 +89,7 @@ function searchLayers(
         innerSection,
         depth + 1,
         (start, end, value, kind, _a, rank) => {
-          const [from, to] = run.span(
-            utf8Length(inner, base + start),
-            utf8Length(inner, base + end),
-          );
+          const [from, to] = run.span(base + start, base + end);
           sink(at(from), at(to), value, `${kind}, ${run.encoding}-encoded`, at(run.start), rank);
         },
       );
@@ -115,19 +118,4 @@ function findIn(
   findUrlCredentials(text, ranked(1));
   findAssignments(text, bareIsLiteral, ranked(2), section);
   findCallValues(text, ranked(2));
-}
-
-/** The UTF-8 length of `text`'s first `chars` characters. */
-function utf8Length(text: string, chars: number): number {
-  let bytes = 0;
-  for (let i = 0; i < chars; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 0x80) bytes += 1;
-    else if (code < 0x800) bytes += 2;
-    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < chars) {
-      bytes += 4;
-      i++;
-    } else bytes += 3;
-  }
-  return bytes;
 }
