@@ -112,9 +112,10 @@ export function valueAt(
   return { given: { start: at, value, next }, next };
 }
 
-/** `a.b.` right before a name (a `.properties` key, `client.openai.`), looked for only so far. */
-const DOTTED_PREFIX = /(?:[A-Za-z_][A-Za-z0-9_-]*\.)+$/;
+/** How far back dotted names before a name are looked for (`spring.ai.mistral.api.key`). */
 const DOTTED_LOOKBACK = 128;
+/** What a name combined with others must end in to name a credential (isCredentialName). */
+const CREDENTIAL_ENDING = /(?:key|token|secret|pat)[0-9]*$/i;
 
 /**
  * The name a value is given to, as a credential's name: the name itself, or with the dotted
@@ -128,15 +129,23 @@ function credentialName(
   section: string | null,
 ): string | null {
   if (isCredentialName(name)) return name;
+  if (!CREDENTIAL_ENDING.test(name)) return null;
   if (text[at - 1] === ".") {
-    const prefix = DOTTED_PREFIX.exec(text.slice(Math.max(0, at - DOTTED_LOOKBACK), at));
-    if (prefix !== null && isCredentialName(prefix[0] + name)) return prefix[0] + name;
+    const dotted = dottedBefore(text, at) + name;
+    if (isCredentialName(dotted)) return dotted;
   }
   if (section !== null && /^[ \t]*["']?$/.test(text.slice(0, at))) {
-    const full = `${section}.${name}`;
-    if (isCredentialName(full)) return `[${section}] ${name}`;
+    if (isCredentialName(`${section}.${name}`)) return `[${section}] ${name}`;
   }
   return null;
+}
+
+/** The names and dots right before `at` (`mistral.api.`), read backwards. */
+function dottedBefore(text: string, at: number): string {
+  let from = at;
+  const stop = Math.max(0, at - DOTTED_LOOKBACK);
+  while (from > stop && /[A-Za-z0-9_.-]/.test(text[from - 1])) from--;
+  return text.slice(from, at).replace(/^[^A-Za-z_]+/, "");
 }
 
 /**

@@ -14,36 +14,43 @@ import { isCredentialName } from "./key-names.ts";
  * (Python's `default=` allowed): group 2 is the name.
  */
 const CALL_WITH_NAME =
-  /\([ \t]*(["'`])([A-Za-z_][A-Za-z0-9_.-]*)\1[ \t]*,[ \t]*(?:default[ \t]*=[ \t]*)?/g;
+  /\([ \t]*(["'`])([A-Za-z_][A-Za-z0-9_.-]*)\1[ \t]*,[ \t]*(?:default[ \t]*=[ \t]*)?/y;
 
 /**
- * A name read, then `||`, `??` or `or`, and the fallback where the match ends: the name bare
- * (`process.env.X`), quoted in a subscript or call (`process.env["X"]`, `os.getenv("X")`).
+ * A name read right before a fallback operator: bare (`process.env.X`), or quoted in a subscript
+ * or call (`process.env["X"]`, `os.getenv("X")`); group 1 is the name.
  */
-const FALLBACK =
-  /(?<![A-Za-z0-9_$])([A-Za-z_][A-Za-z0-9_]*)["'`]?[ \t]*[\])]?[ \t]*(?:\|\||\?\?|\bor\b)[ \t]*/g;
+const NAME_BEFORE = /(?<![A-Za-z0-9_$])([A-Za-z_][A-Za-z0-9_]*)["'`]?[ \t]*[\])]?[ \t]*$/;
+/** `||`, `??` or `or`, then a quoted literal's opening quote. */
+const FALLBACK = /(?:\|\||\?\?|(?<=[\s)\]])or)[ \t]*(?=["'`])/g;
+/** How far back from the operator the name is looked for. */
+const NAME_LOOKBACK = 160;
 
 /** Each quoted literal given to a credential's name by a call or as a fallback. */
 export function findCallValues(text: string, report: Report): void {
-  if (text.includes("(")) findAfter(CALL_WITH_NAME, 2, text, "value given to", report);
-  if (text.includes("||") || text.includes("??") || text.includes(" or ")) {
-    findAfter(FALLBACK, 1, text, "fallback value for", report);
+  // exec, not matchAll: matchAll copies the expression, on every line.
+  // Only where a parenthesis opens on a quote is the expression tried.
+  for (let paren = text.indexOf("("); paren >= 0; paren = text.indexOf("(", paren + 1)) {
+    const next = text[paren + 1];
+    if (next !== '"' && next !== "'" && next !== "`" && next !== " ") continue;
+    CALL_WITH_NAME.lastIndex = paren;
+    const match = CALL_WITH_NAME.exec(text);
+    if (match === null) continue;
+    reportValue(text, match[2], paren + match[0].length, "value given to", report);
+  }
+  FALLBACK.lastIndex = 0;
+  for (let match = FALLBACK.exec(text); match !== null; match = FALLBACK.exec(text)) {
+    const before = text.slice(Math.max(0, match.index - NAME_LOOKBACK), match.index);
+    const name = NAME_BEFORE.exec(before)?.[1];
+    if (name === undefined) continue;
+    reportValue(text, name, match.index + match[0].length, "fallback value for", report);
   }
 }
 
-/** Quoted literals only: in code a bare value there is an expression. */
-function findAfter(
-  pattern: RegExp,
-  group: number,
-  text: string,
-  kind: string,
-  report: Report,
-): void {
-  for (const match of text.matchAll(pattern)) {
-    const name = match[group];
-    if (!isCredentialName(name)) continue;
-    const given = valueAt(text, match.index + match[0].length, false)?.given;
-    if (given === undefined || given === null) continue;
-    report(given.start, given.start + given.value.length, given.value, `${kind} ${name}`);
-  }
+/** A quoted literal at `at` given to `name`: in code a bare value there is an expression. */
+function reportValue(text: string, name: string, at: number, kind: string, report: Report): void {
+  if (!isCredentialName(name)) return;
+  const given = valueAt(text, at, false)?.given;
+  if (given === undefined || given === null) return;
+  report(given.start, given.start + given.value.length, given.value, `${kind} ${name}`);
 }
