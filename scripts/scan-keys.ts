@@ -21,7 +21,7 @@ Scans the given files and directories (default: the project as git sees it, stag
 included) for provider credentials: values shaped like provider keys (sk-…, AKIA…, ghp_…,
 AIza…, hf_…, api_org_…, r8_…, …), literals assigned to credential names (the vault's secret
 types, *_API_KEY, *_SECRET_KEY, provider-named ones such as MISTRAL_KEY, …) and bearer tokens,
-also inside escapes, percent-encoding, HTML character references, base64 and hex.
+also inside escapes, percent-encoding, HTML character references, base64, hex and hex dumps.
 Text may be UTF-8, UTF-16 or Latin-1, of any size; what is skipped as binary, and base64 or hex
 runs too long to decode, are named on stderr.
 

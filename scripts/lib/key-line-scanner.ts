@@ -6,6 +6,7 @@ import { ALLOW_MARKER } from "./key-allow.ts";
 import { bareValueIsLiteral } from "./key-assignments.ts";
 import { type Finding, maskSecret, rememberValue } from "./key-finding.ts";
 import type { LongRun } from "./key-decode.ts";
+import { DumpReader, parseDumpLine } from "./key-dumps.ts";
 import { findInLine } from "./key-line-search.ts";
 import { type Candidate, oneFindingPerStretch } from "./key-stretches.ts";
 import { sectionHeader } from "./key-sections.ts";
@@ -35,6 +36,18 @@ export class LineScanner {
   #lead = 0;
   /** The INI section the current line is in (`[mistral]`), if any. */
   #section: string | null = null;
+  /** The hex dump the lines above belong to, if any, and where findings in its lines are. */
+  readonly #dump = new DumpReader((line, column, value, kind) => {
+    // Found in a dump's line as written too: the longer reading holds the whole value (a line
+    // of hex can hold a key's start, the dump all of it).
+    const seen = this.#inDump.get(`${line}:${column}`);
+    if (seen === undefined) this.#report(line, column, value, kind);
+    else if (value.length > seen.length) {
+      this.findings[seen.index] = this.#finding(line, column, value, kind);
+    }
+  });
+  /** Findings in the open dump's lines as written, by `line:column`. */
+  readonly #inDump = new Map<string, { index: number; length: number }>();
 
   constructor(
     file: string,
@@ -83,7 +96,35 @@ export class LineScanner {
   end(): Finding[] {
     this.#scan(this.#pending, true);
     this.#pending = "";
-    return this.findings;
+    this.#endDump();
+    // A dump's findings are known when it ends, after those of its own lines.
+    return this.findings.sort((a, b) => a.line - b.line || a.column - b.column);
+  }
+
+  #endDump(): void {
+    if (!this.#dump.open) return;
+    this.#dump.end();
+    this.#inDump.clear();
+  }
+
+  #report(line: number, column: number, value: string, kind: string): void {
+    if (this.#dump.open) {
+      this.#inDump.set(`${line}:${column}`, { index: this.findings.length, length: value.length });
+    }
+    this.findings.push(this.#finding(line, column, value, kind));
+  }
+
+  #finding(line: number, column: number, value: string, kind: string): Finding {
+    const finding: Finding = {
+      file: this.#file,
+      line,
+      column,
+      kind,
+      masked: maskSecret(value),
+      ...(this.#source === undefined ? {} : { source: this.#source }),
+    };
+    rememberValue(finding, value);
+    return finding;
   }
 
   /**
@@ -91,7 +132,16 @@ export class LineScanner {
    * that encoded run starts) lies in [#lead, end), where end leaves the overlap to the next
    * segment; one finding per stretch of the line.
    */
-  #scan(line: string, complete: boolean): void {
+  #scan(whole: string, complete: boolean): void {
+    let line = whole;
+    const dump = complete && this.#dropped === 0 ? parseDumpLine(line, this.#dump.open) : null;
+    if (dump === null) {
+      this.#endDump();
+    } else {
+      this.#dump.add(this.#line, dump);
+      // xxd's or hexdump's text column shows the dump's bytes, read with the rest of the dump.
+      if (dump.textColumn !== undefined) line = line.slice(0, dump.textColumn);
+    }
     if (complete) this.#section = sectionHeader(line) ?? this.#section;
     if (line.includes(ALLOW_MARKER)) return;
     const limit = complete ? line.length : line.length - this.#overlapChars;
@@ -119,16 +169,7 @@ export class LineScanner {
     });
     if (candidates.length === 0) return;
     for (const { start, value, kind } of oneFindingPerStretch(candidates)) {
-      const finding: Finding = {
-        file: this.#file,
-        line: this.#line,
-        column: this.#dropped + start + 1,
-        kind,
-        masked: maskSecret(value),
-        ...(this.#source === undefined ? {} : { source: this.#source }),
-      };
-      rememberValue(finding, value);
-      this.findings.push(finding);
+      this.#report(this.#line, this.#dropped + start + 1, value, kind);
     }
   }
 }
