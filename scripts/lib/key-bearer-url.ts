@@ -40,7 +40,7 @@ export function findBearerTokens(text: string, report: Report): void {
 
 /** `Authorization: Token` values of 20 characters or more that look random and like a secret. */
 export function findAuthorizationTokens(text: string, report: Report): void {
-  if (!/authorization/i.test(text)) return;
+  if (!text.includes("uthorization") && !text.includes("UTHORIZATION")) return;
   for (const match of text.matchAll(AUTHORIZATION_TOKEN)) {
     const value = match[1];
     if (!looksLikeSecret(value) || !looksRandom(value)) continue;

@@ -21,14 +21,13 @@ const CALL_WITH_NAME =
  * or call (`process.env["X"]`, `os.getenv("X")`); group 1 is the name.
  */
 const NAME_BEFORE = /(?<![A-Za-z0-9_$])([A-Za-z_][A-Za-z0-9_]*)["'`]?[ \t]*[\])]?[ \t]*$/;
-/** `||`, `??` or `or`, then a quoted literal's opening quote. */
+/** `||`, `??` or Python's `or`, then white space up to a quoted literal's opening quote. */
 const FALLBACK = /(?:\|\||\?\?|(?<=[\s)\]])or)[ \t]*(?=["'`])/g;
 /** How far back from the operator the name is looked for. */
 const NAME_LOOKBACK = 160;
 
 /** Each quoted literal given to a credential's name by a call or as a fallback. */
 export function findCallValues(text: string, report: Report): void {
-  // exec, not matchAll: matchAll copies the expression, on every line.
   // Only where a parenthesis opens on a quote is the expression tried.
   for (let paren = text.indexOf("("); paren >= 0; paren = text.indexOf("(", paren + 1)) {
     const next = text[paren + 1];
@@ -40,10 +39,12 @@ export function findCallValues(text: string, report: Report): void {
   }
   FALLBACK.lastIndex = 0;
   for (let match = FALLBACK.exec(text); match !== null; match = FALLBACK.exec(text)) {
-    const before = text.slice(Math.max(0, match.index - NAME_LOOKBACK), match.index);
-    const name = NAME_BEFORE.exec(before)?.[1];
-    if (name === undefined) continue;
-    reportValue(text, name, match.index + match[0].length, "fallback value for", report);
+    const name = NAME_BEFORE.exec(
+      text.slice(Math.max(0, match.index - NAME_LOOKBACK), match.index),
+    );
+    if (name !== null) {
+      reportValue(text, name[1], match.index + match[0].length, "fallback value for", report);
+    }
   }
 }
 

@@ -5,6 +5,7 @@
  * found, at the line and column of its first byte.
  */
 import { findInLine } from "./key-line-search.ts";
+import { firstNonBlank } from "./key-sections.ts";
 import { type Candidate, oneFindingPerStretch } from "./key-stretches.ts";
 
 /** The bytes one line of a dump holds. */
@@ -40,9 +41,19 @@ const MIN_LIST_BYTES = 4;
 const MIN_SPACED_BYTES = 8;
 const MIN_PLAIN_HEX_BYTES = 16;
 
-/** The bytes `line` holds as a line of a hex dump; `open`: whether a dump goes on from above. */
-export function parseDumpLine(line: string, open: boolean): DumpLine | null {
-  const framed = XXD.exec(line) ?? HEXDUMP.exec(line);
+/**
+ * The bytes `line` holds as a line of a hex dump; `open`: whether a dump goes on from above;
+ * `indent`: where its first character other than a space or a tab is (firstNonBlank).
+ */
+export function parseDumpLine(
+  line: string,
+  open: boolean,
+  indent = firstNonBlank(line),
+): DumpLine | null {
+  // Every form but a byte list starts with a hex digit, after white space at most.
+  const first = line.charCodeAt(indent);
+  const hexFirst = (first >= 48 && first <= 57) || ((first | 32) >= 97 && (first | 32) <= 102);
+  const framed = hexFirst ? XXD.exec(line) ?? HEXDUMP.exec(line) : null;
   if (framed !== null) {
     const [, offset, hex] = framed;
     const dump = hexBytes(hex, offset.length);
@@ -52,7 +63,7 @@ export function parseDumpLine(line: string, open: boolean): DumpLine | null {
     const list = listed(line, BYTE_LIST, MIN_LIST_BYTES, open);
     if (list !== null) return list;
   }
-  const plain = PLAIN_HEX.exec(line);
+  const plain = hexFirst ? PLAIN_HEX.exec(line) : null;
   if (plain !== null && (open || plain[1].length >= MIN_PLAIN_HEX_BYTES * 2)) {
     return hexBytes(plain[1], line.indexOf(plain[1]));
   }
@@ -81,7 +92,9 @@ function textColumnOf(line: string, hexEnd: number, bytes: readonly number[]): n
  * on its line (its last line).
  */
 function listed(line: string, pattern: RegExp, min: number, open: boolean): DumpLine | null {
-  for (const match of line.matchAll(pattern)) {
+  // exec, not matchAll: matchAll copies the expression, on every line.
+  pattern.lastIndex = 0;
+  for (let match = pattern.exec(line); match !== null; match = pattern.exec(line)) {
     const bytes: number[] = [];
     const columns: number[] = [];
     for (const token of match[0].matchAll(/(?:0[xX])?([0-9A-Fa-f]{1,2})/g)) {

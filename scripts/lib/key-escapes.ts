@@ -21,6 +21,11 @@ const HAS_ENCODED_CHARACTER = new RegExp(ENCODED);
 /** A percent-encoding decoded once still encoded (`%252D` is `%2D`), as a URL in a URL is. */
 const PERCENT_ENCODED = new RegExp(PERCENT, "g");
 
+/** Whether the text holds an escape or an encoding: most lines do not, and need neither pass. */
+export function hasEncodings(text: string): boolean {
+  return HAS_ENCODED_CHARACTER.test(text);
+}
+
 /** An escaped double quote, as JSON or HTML writes one inside a string. */
 const ESCAPED_QUOTE = /^(?:\\(?:"|u0022|U00000022|x22|042)|&#0*34;|&#x0*22;)$/i;
 /** What may follow a closing quote: the end, space, or what separates or closes a value. */
@@ -91,7 +96,7 @@ function decodeOne(encoded: string): string | null {
  * `text` (`origin[decoded.length]` is its end).
  */
 export function decodeEncodings(text: string): { text: string; origin: Int32Array } | null {
-  if (!HAS_ENCODED_CHARACTER.test(text)) return null;
+  if (!hasEncodings(text)) return null;
   const once = decodeAll(text, ENCODED_CHARACTER);
   if (!/%25/.test(text)) return once;
   const twice = decodeAll(once.text, PERCENT_ENCODED);

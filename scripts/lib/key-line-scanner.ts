@@ -9,7 +9,7 @@ import type { LongRun } from "./key-decode.ts";
 import { DumpReader, parseDumpLine } from "./key-dumps.ts";
 import { findInLine } from "./key-line-search.ts";
 import { type Candidate, oneFindingPerStretch } from "./key-stretches.ts";
-import { sectionHeader } from "./key-sections.ts";
+import { firstNonBlank, sectionHeader } from "./key-sections.ts";
 
 /**
  * Scans text pushed in pieces of any size, line by line. A line longer than `segmentChars` (a
@@ -34,6 +34,35 @@ export class LineScanner {
   #dropped = 0;
   /** Leading characters of #pending already scanned, kept only as context. */
   #lead = 0;
+  /** The line being scanned: where its reported part ends, whether it is whole, its length. */
+  #limit = 0;
+  #complete = true;
+  #length = 0;
+  /** What the line being scanned holds, reused line after line. */
+  readonly #candidates: Candidate[] = [];
+  readonly #collect = (
+    start: number,
+    end: number,
+    value: string,
+    kind: string,
+    anchor: number,
+    rank: number,
+  ) => {
+    if (this.#inReach(anchor)) this.#candidates.push({ start, end, value, kind, rank });
+  };
+  readonly #tooLong = (run: LongRun) => {
+    if (!this.#inReach(run.start)) return;
+    const { encoding, length } = run;
+    // A run reaching the end of a segment goes on in the next one.
+    const cut = !this.#complete && run.start + length >= this.#length;
+    this.longRuns.push({
+      line: this.#line,
+      column: this.#dropped + run.start + 1,
+      encoding,
+      length,
+      cut,
+    });
+  };
   /** The INI section the current line is in (`[mistral]`), if any. */
   #section: string | null = null;
   /** The hex dump the lines above belong to, if any, and where findings in its lines are. */
@@ -101,6 +130,10 @@ export class LineScanner {
     return this.findings.sort((a, b) => a.line - b.line || a.column - b.column);
   }
 
+  #inReach(anchor: number): boolean {
+    return anchor >= this.#lead && anchor < this.#limit;
+  }
+
   #endDump(): void {
     if (!this.#dump.open) return;
     this.#dump.end();
@@ -132,9 +165,12 @@ export class LineScanner {
    * that encoded run starts) lies in [#lead, end), where end leaves the overlap to the next
    * segment; one finding per stretch of the line.
    */
-  #scan(whole: string, complete: boolean): void {
-    let line = whole;
-    const dump = complete && this.#dropped === 0 ? parseDumpLine(line, this.#dump.open) : null;
+  #scan(text: string, complete: boolean): void {
+    let line = text;
+    // A line read whole, not a segment of a long one: only such a line is a dump's or a header.
+    const wholeLine = complete && this.#dropped === 0;
+    const indent = wholeLine ? firstNonBlank(line) : 0;
+    const dump = wholeLine ? parseDumpLine(line, this.#dump.open, indent) : null;
     if (dump === null) {
       this.#endDump();
     } else {
@@ -142,31 +178,18 @@ export class LineScanner {
       // xxd's or hexdump's text column shows the dump's bytes, read with the rest of the dump.
       if (dump.textColumn !== undefined) line = line.slice(0, dump.textColumn);
     }
-    if (complete) this.#section = sectionHeader(line) ?? this.#section;
+    if (wholeLine) this.#section = sectionHeader(line, indent) ?? this.#section;
     if (line.includes(ALLOW_MARKER)) return;
-    const limit = complete ? line.length : line.length - this.#overlapChars;
-    const candidates: Candidate[] = [];
-    const inReach = (anchor: number) => anchor >= this.#lead && anchor < limit;
-    const context = {
+    this.#limit = complete ? line.length : line.length - this.#overlapChars;
+    this.#complete = complete;
+    this.#length = line.length;
+    const candidates = this.#candidates;
+    candidates.length = 0;
+    findInLine(line, {
       bareIsLiteral: this.#bareIsLiteral,
       section: this.#section,
-      tooLong: (run: LongRun) => {
-        if (!inReach(run.start)) return;
-        const { encoding, length } = run;
-        // A run reaching the end of a segment goes on in the next one.
-        const cut = !complete && run.start + length >= line.length;
-        this.longRuns.push({
-          line: this.#line,
-          column: this.#dropped + run.start + 1,
-          encoding,
-          length,
-          cut,
-        });
-      },
-    };
-    findInLine(line, context, (start, end, value, kind, anchor, rank) => {
-      if (inReach(anchor)) candidates.push({ start, end, value, kind, rank });
-    });
+      tooLong: this.#tooLong,
+    }, this.#collect);
     if (candidates.length === 0) return;
     for (const { start, value, kind } of oneFindingPerStretch(candidates)) {
       this.#report(this.#line, this.#dropped + start + 1, value, kind);

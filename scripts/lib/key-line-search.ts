@@ -7,7 +7,7 @@ import { findAssignments } from "./key-assignments.ts";
 import { findAuthorizationTokens, findBearerTokens, findUrlCredentials } from "./key-bearer-url.ts";
 import { findCallValues } from "./key-calls.ts";
 import { encodedRuns, type LongRun } from "./key-decode.ts";
-import { blankEncodings, decodeEncodings } from "./key-escapes.ts";
+import { blankEncodings, decodeEncodings, hasEncodings } from "./key-escapes.ts";
 import type { Report } from "./key-finding.ts";
 import { findLiveRunCredentials } from "./key-live-run.ts";
 import { sectionHeader } from "./key-sections.ts";
@@ -54,13 +54,14 @@ function searchLayers(
   sink: Sink,
   tooLong?: (run: LongRun) => void,
 ): void {
+  const encoded = hasEncodings(line);
   findIn(
-    blankEncodings(line),
+    encoded ? blankEncodings(line) : line,
     bareIsLiteral,
     section,
     (start, end, value, kind, rank) => sink(start, end, value, kind, start, rank),
   );
-  const decoded = decodeEncodings(line);
+  const decoded = encoded ? decodeEncodings(line) : null;
   const text = decoded?.text ?? line;
   const at = decoded === null ? (i: number) => i : (i: number) => decoded.origin[i];
   if (decoded !== null) {
