@@ -208,3 +208,12 @@ Deno.test("a key wholly inside one line of a dump is reported once, not once per
   const findings = scanText(`${line}\n${line.slice(0, 40)}\n`, "dump.hex");
   assert.deepEqual(findings.map((f) => [f.line, f.column, f.masked]), [[1, 7, maskSecret(key)]]);
 });
+
+Deno.test("a dump's line marked scan-keys:allow is skipped with its bytes, as any marked line is", () => {
+  const key = family("OpenAI project key").make();
+  const list = (bytes: Uint8Array) => Array.from(bytes, (b) => `0x${hex2(b)}`).join(", ");
+  const line = `  ${list(encode(`OPENAI_API_KEY=${key}`))},`;
+  assert.equal(scanText(`unsigned char k[] = {\n${line}\n};\n`, "k.c").length, 1);
+  const marked = `${line} // scan-keys:allow (a test vector)`;
+  assert.deepEqual(scanText(`unsigned char k[] = {\n${marked}\n};\n`, "k.c"), []);
+});

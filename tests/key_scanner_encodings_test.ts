@@ -307,7 +307,7 @@ Deno.test("keys percent-encoded twice (%25XX) are read as characters and found",
 /** UTF-16LE bytes of `text`, as PowerShell's -EncodedCommand takes them. */
 const utf16leBase64 = (text: string) => Buffer.from(text, "utf16le").toString("base64");
 
-Deno.test("base64 of UTF-16LE text (PowerShell's -EncodedCommand) is decoded and the key found at its place in the run", () => {
+Deno.test("base64 (PowerShell's -EncodedCommand) and hex of UTF-16LE text are decoded and the key found at its place in the run", () => {
   for (const { make, kind, variable } of FAMILIES) {
     for (let i = 0; i < 25; i++) {
       const key = make();
@@ -319,6 +319,14 @@ Deno.test("base64 of UTF-16LE text (PowerShell's -EncodedCommand) is decoded and
         1,
         start + 1 + Math.floor((before.length * 2) / 3) * 4,
         `${kind}, UTF-16LE base64-encoded`,
+        maskSecret(key),
+      ]]);
+      // The same text as hex, as a dumped buffer of UTF-16 holds it.
+      const hexLine = `buffer 0x${Buffer.from(`${before}${key}'`, "utf16le").toString("hex")}`;
+      assert.deepEqual(findings(hexLine, "dump.txt"), [[
+        1,
+        "buffer 0x".length + 1 + before.length * 4,
+        `${kind}, UTF-16LE hex-encoded`,
         maskSecret(key),
       ]]);
     }

@@ -169,8 +169,10 @@ export class LineScanner {
     let line = text;
     // A line read whole, not a segment of a long one: only such a line is a dump's or a header.
     const wholeLine = complete && this.#dropped === 0;
+    const allowed = line.includes(ALLOW_MARKER);
     const indent = wholeLine ? firstNonBlank(line) : 0;
-    const dump = wholeLine ? parseDumpLine(line, this.#dump.open, indent) : null;
+    // A marked line is skipped as a whole, its part of a dump too.
+    const dump = wholeLine && !allowed ? parseDumpLine(line, this.#dump.open, indent) : null;
     if (dump === null) {
       this.#endDump();
     } else {
@@ -179,7 +181,7 @@ export class LineScanner {
       if (dump.textColumn !== undefined) line = line.slice(0, dump.textColumn);
     }
     if (wholeLine) this.#section = sectionHeader(line, indent) ?? this.#section;
-    if (line.includes(ALLOW_MARKER)) return;
+    if (allowed) return;
     this.#limit = complete ? line.length : line.length - this.#overlapChars;
     this.#complete = complete;
     this.#length = line.length;
