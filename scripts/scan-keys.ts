@@ -21,8 +21,9 @@ Scans the given files and directories (default: the project as git sees it, stag
 included) for provider credentials: values shaped like provider keys (sk-…, AKIA…, ghp_…,
 AIza…, hf_…, api_org_…, r8_…, …), literals assigned to credential names (the vault's secret
 types, *_API_KEY, *_SECRET_KEY, provider-named ones such as MISTRAL_KEY, …) and bearer tokens,
-also inside escapes, percent-encoding, base64 and hex. Text may be UTF-8, UTF-16 or Latin-1, of
-any size; what is skipped as binary is named on stderr.
+also inside escapes, percent-encoding, HTML character references, base64, hex and hex dumps.
+Text may be UTF-8, UTF-16 or Latin-1, of any size; what is skipped as binary, and base64 or hex
+runs too long to decode, are named on stderr.
 
   --history   also scan every file version in the history of HEAD (not with paths);
               each finding names a commit that holds it. A shallow clone holds only part
@@ -88,14 +89,19 @@ async function main(args: string[]): Promise<number> {
     console.log(formatFinding(amend(finding, { file: display(finding.file) })));
   }
   let binary = 0;
-  for (const { file, reason, source } of report.skipped) {
+  let longRuns = 0;
+  for (const { file, reason, source, longRun } of report.skipped) {
     if (reason === "binary") binary++;
+    if (longRun) longRuns++;
     const from = source === undefined ? "" : ` (${source})`;
     console.error(`skipped ${display(file)}${from}: ${reason}`);
   }
   if (report.historyShallow) console.error(shallowWarning(allRefs ? "--all-refs" : "--history"));
   const notes: string[] = [];
   if (binary > 0) notes.push(`Skipped as binary, not read: ${binary} (named above).`);
+  if (longRuns > 0) {
+    notes.push(`Encoded runs too long to decode, not read: ${longRuns} (named above).`);
+  }
   const { byBlob, byFingerprint } = report.allowed;
   if (byBlob + byFingerprint > 0) {
     notes.push(

@@ -219,3 +219,158 @@ Deno.test("what is skipped as binary is listed, in the working copy and in histo
   assert.match(found.stdout, /1 provider credential found in 1 file\./);
   assert.match(found.stdout, /^Skipped as binary, not read: 1 \(named above\)\.$/m);
 });
+
+const octalEscapes = (text: string) =>
+  Array.from(text, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, "0")}`).join("");
+const longUnicodeEscapes = (text: string) =>
+  Array.from(text, (c) => `\\U${c.charCodeAt(0).toString(16).padStart(8, "0")}`).join("");
+const decimalEntities = (text: string) => Array.from(text, (c) => `&#${c.charCodeAt(0)};`).join("");
+const hexEntities = (text: string) =>
+  Array.from(text, (c) => `&#x${c.charCodeAt(0).toString(16).toUpperCase()};`).join("");
+const percentTwice = (text: string) => percentAll(text).replaceAll("%", "%25");
+
+/**
+ * Each family's keys written through `encode` wholly, and with only their dashes and underscores
+ * encoded, in the lines `write` makes: each found once, at the first encoded character.
+ */
+function assertEncodedKeysFound(
+  encode: (text: string) => string,
+  writes: ReadonlyArray<[string, (encoded: string) => string]>,
+) {
+  for (const { make, kind } of FAMILIES) {
+    for (let i = 0; i < 25; i++) {
+      const key = make();
+      const partly = key.replace(/[-_]/g, (c) => encode(c));
+      for (const encoded of [encode(key), partly]) {
+        for (const [file, write] of writes) {
+          const line = write(encoded);
+          assert.deepEqual(
+            findings(line, file),
+            [[1, line.indexOf(encoded) + 1, kind, maskSecret(key)]],
+            `${file}: ${line}`,
+          );
+        }
+      }
+    }
+  }
+}
+
+function assertClean(lines: readonly string[]) {
+  for (const line of lines) {
+    for (const file of ["page.html", "run.sh", "a.py"]) {
+      assert.deepEqual(scanText(line, file), [], `${file}: ${line}`);
+    }
+  }
+}
+
+Deno.test("keys written as octal escapes are read as characters and found, in C strings and printf lines", () => {
+  assertEncodedKeysFound(octalEscapes, [
+    ["key.c", (e) => `const char *key = "${e}";`],
+    ["run.sh", (e) => `printf '${e}' > .token`],
+  ]);
+  assertClean([
+    String.raw`printf '\033[1mbold\033[0m and \011tabbed\012'`,
+    String.raw`const char *path = "C:\\100\\200\\300";`,
+  ]);
+});
+
+Deno.test("keys written as \\U0000xxxx escapes are read as characters and found", () => {
+  assertEncodedKeysFound(longUnicodeEscapes, [
+    ["key.py", (e) => `key = "${e}"`],
+    ["notes.txt", (e) => `token: ${e}`],
+  ]);
+  assertClean([String.raw`smile = "\U0001F600 \U0001F680 and \U00000041\U00000042"`]);
+});
+
+Deno.test("keys written as HTML numeric character references, decimal or hex, are read as characters and found", () => {
+  assertEncodedKeysFound(decimalEntities, [
+    ["page.html", (e) => `<input type="hidden" value="${e}">`],
+    ["mail.eml", (e) => `<p>Your key: ${e}</p>`],
+  ]);
+  assertEncodedKeysFound(hexEntities, [["page.html", (e) => `<code>${e}</code>`]]);
+  assertClean([
+    "<footer>&#169; 2026 Wallet Vault &#8212; all rights reserved &#x2014; &#60;key&#62;</footer>",
+    `<p>${decimalEntities("A sentence written wholly as references, with no key.")}</p>`,
+  ]);
+});
+
+Deno.test("keys percent-encoded twice (%25XX) are read as characters and found", () => {
+  assertEncodedKeysFound(percentTwice, [
+    ["links.txt", (e) => `https://login.example.test/?next=%2Fv1%3Fkey%3D${e}&x=1`],
+  ]);
+  assertClean([
+    `https://example.test/?q=${percentTwice("Nothing here but a sentence, twice encoded.")}`,
+    "progress: 100%25 done, 50%2525 of the rest",
+  ]);
+});
+
+/** UTF-16LE bytes of `text`, as PowerShell's -EncodedCommand takes them. */
+const utf16leBase64 = (text: string) => Buffer.from(text, "utf16le").toString("base64");
+
+Deno.test("base64 (PowerShell's -EncodedCommand) and hex of UTF-16LE text are decoded and the key found at its place in the run", () => {
+  for (const { make, kind, variable } of FAMILIES) {
+    for (let i = 0; i < 25; i++) {
+      const key = make();
+      const before = `$env:${variable} = '`;
+      const command = utf16leBase64(`${before}${key}'; python run.py`);
+      const line = `powershell -NoProfile -EncodedCommand ${command}`;
+      const start = line.indexOf(command);
+      assert.deepEqual(findings(line, "run.ps1"), [[
+        1,
+        start + 1 + Math.floor((before.length * 2) / 3) * 4,
+        `${kind}, UTF-16LE base64-encoded`,
+        maskSecret(key),
+      ]]);
+      // The same text as hex, as a dumped buffer of UTF-16 holds it.
+      const hexLine = `buffer 0x${Buffer.from(`${before}${key}'`, "utf16le").toString("hex")}`;
+      assert.deepEqual(findings(hexLine, "dump.txt"), [[
+        1,
+        "buffer 0x".length + 1 + before.length * 4,
+        `${kind}, UTF-16LE hex-encoded`,
+        maskSecret(key),
+      ]]);
+    }
+  }
+  assertClean([
+    `powershell -EncodedCommand ${utf16leBase64("Get-ChildItem -Recurse | Measure-Object")}`,
+    `blob = "${utf16leBase64("Ünïcödé text, and 日本語 too, with no key in it at all.")}"`,
+  ]);
+});
+
+Deno.test("a base64 run longer than the decoding limit is named on stderr with its line and column, and the summary says it was not read", async () => {
+  const key = family("OpenAI project key").make();
+  // Over the limit: not decoded, so the key inside is not found, and the report says so.
+  const long = base64(`${"# padding line of an env file\n".repeat(300)}OPENAI_API_KEY=${key}\n`);
+  assert.ok(long.length > 8192);
+  // At the limit exactly: decoded, and its key found.
+  const atLimit = base64(`OPENAI_API_KEY=${key}\n`.padStart(6144, "#"));
+  assert.equal(atLimit.length, 8192);
+  await using repo = await gitRepo({ "README.md": "# app\n" });
+  await repo.git("add", ".");
+  await repo.git("commit", "-qm", "start");
+  await Deno.writeTextFile(`${repo.dir}/env.b64`, `# pasted\nblob: ${long}\n`);
+  await repo.git("add", "env.b64");
+  await repo.git("commit", "-qm", "a long run");
+  const commit = await repo.git("rev-parse", "HEAD");
+  await repo.git("rm", "-q", "env.b64");
+  await repo.git("commit", "-qm", "removed");
+  await Deno.writeTextFile(`${repo.dir}/now.b64`, `blob: ${long}\n`);
+
+  const reason = (line: number, column: number) =>
+    `a base64 run of ${long.length} characters at line ${line}, column ${column}, longer than ` +
+    "the 8192 the scanner decodes: not decoded";
+  const clean = await runScanIn(repo.dir, ["--history"]);
+  assert.equal(clean.code, 0, clean.stdout + clean.stderr);
+  assert.ok(clean.stderr.includes(`skipped now.b64: ${reason(1, 7)}\n`), clean.stderr);
+  assert.ok(
+    clean.stderr.includes(`skipped env.b64 (commit ${commit}): ${reason(2, 7)}\n`),
+    clean.stderr,
+  );
+  assert.match(clean.stdout, /^Encoded runs too long to decode, not read: 2 \(named above\)\.$/m);
+
+  await Deno.writeTextFile(`${repo.dir}/now.b64`, `blob: ${atLimit}\n`);
+  const found = await runScanIn(repo.dir, []);
+  assert.equal(found.code, 1, found.stdout + found.stderr);
+  assert.doesNotMatch(found.stderr, /longer than/);
+  assert.doesNotMatch(found.stdout, /Encoded runs too long/);
+});

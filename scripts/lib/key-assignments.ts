@@ -80,32 +80,103 @@ function extensionOf(file: string): string {
   return dot > 0 ? name.slice(dot + 1) : "";
 }
 
+/** A literal read where a value starts: where it is, and where the text after it resumes. */
+export interface GivenValue {
+  readonly start: number;
+  readonly value: string;
+  /** Just past the value and its closing quote. */
+  readonly next: number;
+}
+
+/**
+ * The value written at `start` when it looks like a secret (a bare one only where
+ * `bareIsLiteral`); `next` is set even when it does not, so a search can go on after it.
+ */
+export function valueAt(
+  text: string,
+  start: number,
+  bareIsLiteral: boolean,
+): { given: GivenValue | null; next: number } | null {
+  VALUE_AT.lastIndex = start;
+  const given = VALUE_AT.exec(text);
+  if (given === null) return null;
+  const next = start + given[0].length;
+  const quoted = given[1] ?? given[2] ?? given[3];
+  if (quoted === undefined && !bareIsLiteral) return { given: null, next };
+  // Trimmed: an escape at either end of a quoted value (`"<key>\n"`) was blanked to spaces.
+  const raw = quoted ?? given[4];
+  const value = raw.trim();
+  if (!looksLikeSecret(value)) return { given: null, next };
+  const end = next - (quoted === undefined ? 0 : 1);
+  const at = end - raw.trimStart().length;
+  return { given: { start: at, value, next }, next };
+}
+
+/** How far back dotted names before a name are looked for (`spring.ai.mistral.api.key`). */
+const DOTTED_LOOKBACK = 128;
+/** What a name combined with others must end in to name a credential (isCredentialName). */
+const CREDENTIAL_ENDING = /(?:key|token|secret|pat)[0-9]*$/i;
+
+/**
+ * The name a value is given to, as a credential's name: the name itself, or with the dotted
+ * names before it (`mistral.api.key`), or at a line's start under an INI section (`[mistral]`
+ * then `key = …`); null when none names a credential.
+ */
+function credentialName(
+  text: string,
+  at: number,
+  name: string,
+  section: string | null,
+): string | null {
+  if (isCredentialName(name)) return name;
+  if (!CREDENTIAL_ENDING.test(name)) return null;
+  if (text[at - 1] === ".") {
+    const dotted = dottedBefore(text, at) + name;
+    if (isCredentialName(dotted)) return dotted;
+  }
+  if (section !== null && /^[ \t]*["']?$/.test(text.slice(0, at))) {
+    if (isCredentialName(`${section}.${name}`)) return `[${section}] ${name}`;
+  }
+  return null;
+}
+
+/** The names and dots right before `at` (`mistral.api.`), read backwards. */
+function dottedBefore(text: string, at: number): string {
+  let from = at;
+  const stop = Math.max(0, at - DOTTED_LOOKBACK);
+  while (from > stop && /[A-Za-z0-9_.-]/.test(text[from - 1])) from--;
+  return text.slice(from, at).replace(/^[^A-Za-z_]+/, "");
+}
+
 /**
  * Each literal given to a credential's name that looks like a secret; a bare (unquoted) one only
- * where `bareIsLiteral`.
+ * where `bareIsLiteral`. `section`: the INI section the line is in, if any.
  */
-export function findAssignments(text: string, bareIsLiteral: boolean, report: Report): void {
+export function findAssignments(
+  text: string,
+  bareIsLiteral: boolean,
+  report: Report,
+  section: string | null = null,
+): void {
   for (const pattern of ASSIGNMENTS) {
     pattern.lastIndex = 0;
     for (let match = pattern.exec(text); match !== null; match = pattern.exec(text)) {
-      const name = match[2];
-      if (!isCredentialName(name)) continue;
-      const start = match.index + match[0].length;
-      VALUE_AT.lastIndex = start;
-      const given = VALUE_AT.exec(text);
-      if (given === null) continue;
+      const nameAt = match.index + match[0].indexOf(match[2], match[1].length);
+      const name = credentialName(text, nameAt, match[2], section);
+      if (name === null) continue;
+      const read = valueAt(text, match.index + match[0].length, bareIsLiteral);
+      if (read === null) continue;
       // A credential's value is its own: the search goes on after it. Other names' values are
       // searched (an assignment within them), so each character is read about once.
-      pattern.lastIndex = start + given[0].length;
-      const quoted = given[1] ?? given[2] ?? given[3];
-      if (quoted === undefined && !bareIsLiteral) continue;
-      // Trimmed: an escape at either end of a quoted value (`"<key>\n"`) was blanked to spaces.
-      const raw = quoted ?? given[4];
-      const value = raw.trim();
-      if (!looksLikeSecret(value)) continue;
-      const end = start + given[0].length - (quoted === undefined ? 0 : 1);
-      const at = end - raw.trimStart().length;
-      report(at, at + value.length, value, `value assigned to ${name}`);
+      pattern.lastIndex = read.next;
+      const { given } = read;
+      if (given === null) continue;
+      report(
+        given.start,
+        given.start + given.value.length,
+        given.value,
+        `value assigned to ${name}`,
+      );
     }
   }
 }

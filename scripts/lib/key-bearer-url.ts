@@ -1,6 +1,6 @@
 /**
- * Credentials by where they are used rather than by their shape: an `Authorization: Bearer`
- * token, and the password (or GitHub's token) in a URL.
+ * Credentials by where they are used rather than by their shape: an `Authorization: Bearer` or
+ * `Authorization: Token` token, and the password (or GitHub's token) in a URL.
  */
 import type { Report } from "./key-finding.ts";
 import { isPlaceholder, looksLikeSecret, looksRandom } from "./key-values.ts";
@@ -8,6 +8,15 @@ import { isPlaceholder, looksLikeSecret, looksRandom } from "./key-values.ts";
 /** `Authorization: Bearer <token>` in a header, a curl line or code; group 1 is the token. */
 const BEARER = /(?<![A-Za-z0-9_])[Bb](?:earer|EARER)[ \t]+([A-Za-z0-9._~+/-]{32,}=*)/g;
 const BEARER_KIND = "bearer token (Authorization: Bearer …)";
+
+/**
+ * `Authorization: Token <token>` (Django REST framework's scheme, and APIs built on it) as a header,
+ * a header given in code (`{"Authorization": "Token …"}`, `headers["Authorization"] = "Token …"`) or
+ * a curl line; group 1 is the token. The word "token" alone, as prose uses it, is not enough.
+ */
+const AUTHORIZATION_TOKEN =
+  /(?<![A-Za-z0-9_])authorization["'`]?[ \t]*\]?[ \t]*[:=,][ \t]*["'`]?token[ \t]+([A-Za-z0-9._~+/-]{20,}=*)/gi;
+const AUTHORIZATION_TOKEN_KIND = "token (Authorization: Token …)";
 
 /**
  * Credentials in a URL, `scheme://user:password@host` (a database URL, a registry, basic auth);
@@ -26,6 +35,17 @@ export function findBearerTokens(text: string, report: Report): void {
     if (!looksLikeSecret(value) || !looksRandom(value)) continue;
     const start = match.index + match[0].length - value.length;
     report(start, start + value.length, value, BEARER_KIND);
+  }
+}
+
+/** `Authorization: Token` values of 20 characters or more that look random and like a secret. */
+export function findAuthorizationTokens(text: string, report: Report): void {
+  if (!text.includes("uthorization") && !text.includes("UTHORIZATION")) return;
+  for (const match of text.matchAll(AUTHORIZATION_TOKEN)) {
+    const value = match[1];
+    if (!looksLikeSecret(value) || !looksRandom(value)) continue;
+    const start = match.index + match[0].length - value.length;
+    report(start, start + value.length, value, AUTHORIZATION_TOKEN_KIND);
   }
 }
 

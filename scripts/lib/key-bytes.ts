@@ -1,6 +1,7 @@
 /** A file's or blob's bytes, scanned as the text they hold. */
+import { MAX_RUN } from "./key-decode.ts";
 import type { Finding } from "./key-finding.ts";
-import { LineScanner } from "./key-line-scanner.ts";
+import { LineScanner, type LongRunAt } from "./key-line-scanner.ts";
 import { SNIFF_BYTES, sniffEncoding } from "./text-encoding.ts";
 
 /**
@@ -11,7 +12,7 @@ export async function scanBytes(
   chunks: AsyncIterable<Uint8Array>,
   file: string,
   source?: string,
-): Promise<{ findings: Finding[]; binary: boolean }> {
+): Promise<{ findings: Finding[]; binary: boolean; longRuns: LongRunAt[] }> {
   const iterator = chunks[Symbol.asyncIterator]();
   const head: Uint8Array[] = [];
   let headBytes = 0;
@@ -29,7 +30,7 @@ export async function scanBytes(
   const encoding = sniffEncoding(start.subarray(0, SNIFF_BYTES));
   if (encoding === "binary") {
     if (!ended) await iterator.return?.();
-    return { findings: [], binary: true };
+    return { findings: [], binary: true, longRuns: [] };
   }
   const decoder = new TextDecoder(encoding);
   const scanner = new LineScanner(file, { source });
@@ -42,7 +43,7 @@ export async function scanBytes(
     }
   }
   scanner.push(decoder.decode());
-  return { findings: scanner.end(), binary: false };
+  return { findings: scanner.end(), binary: false, longRuns: scanner.longRuns };
 }
 
 function concat(parts: readonly Uint8Array[]): Uint8Array {
@@ -54,4 +55,11 @@ function concat(parts: readonly Uint8Array[]): Uint8Array {
     offset += part.length;
   }
   return joined;
+}
+
+/** Why a run was not read, as the report names it. */
+export function longRunReason(run: LongRunAt): string {
+  const length = `${run.length}${run.cut ? " or more" : ""}`;
+  return `a ${run.encoding} run of ${length} characters at line ${run.line}, column ` +
+    `${run.column}, longer than the ${MAX_RUN} the scanner decodes: not decoded`;
 }

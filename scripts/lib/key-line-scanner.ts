@@ -5,7 +5,11 @@
 import { ALLOW_MARKER } from "./key-allow.ts";
 import { bareValueIsLiteral } from "./key-assignments.ts";
 import { type Finding, maskSecret, rememberValue } from "./key-finding.ts";
+import type { LongRun } from "./key-decode.ts";
+import { DumpReader, parseDumpLine } from "./key-dumps.ts";
 import { findInLine } from "./key-line-search.ts";
+import { type Candidate, oneFindingPerStretch } from "./key-stretches.ts";
+import { firstNonBlank, sectionHeader } from "./key-sections.ts";
 
 /**
  * Scans text pushed in pieces of any size, line by line. A line longer than `segmentChars` (a
@@ -16,6 +20,8 @@ import { findInLine } from "./key-line-search.ts";
  */
 export class LineScanner {
   readonly findings: Finding[] = [];
+  /** Base64 and hex runs too long to decode: not read, so the report must name them. */
+  readonly longRuns: LongRunAt[] = [];
   readonly #file: string;
   readonly #source: string | undefined;
   readonly #bareIsLiteral: boolean;
@@ -28,6 +34,49 @@ export class LineScanner {
   #dropped = 0;
   /** Leading characters of #pending already scanned, kept only as context. */
   #lead = 0;
+  /** The line being scanned: where its reported part ends, whether it is whole, its length. */
+  #limit = 0;
+  #complete = true;
+  #length = 0;
+  /** What the line being scanned holds, reused line after line. */
+  readonly #candidates: Candidate[] = [];
+  readonly #collect = (
+    start: number,
+    end: number,
+    value: string,
+    kind: string,
+    anchor: number,
+    rank: number,
+  ) => {
+    if (this.#inReach(anchor)) this.#candidates.push({ start, end, value, kind, rank });
+  };
+  readonly #tooLong = (run: LongRun) => {
+    if (!this.#inReach(run.start)) return;
+    const { encoding, length } = run;
+    // A run reaching the end of a segment goes on in the next one.
+    const cut = !this.#complete && run.start + length >= this.#length;
+    this.longRuns.push({
+      line: this.#line,
+      column: this.#dropped + run.start + 1,
+      encoding,
+      length,
+      cut,
+    });
+  };
+  /** The INI section the current line is in (`[mistral]`), if any. */
+  #section: string | null = null;
+  /** The hex dump the lines above belong to, if any, and where findings in its lines are. */
+  readonly #dump = new DumpReader((line, column, value, kind) => {
+    // Found in a dump's line as written too: the longer reading holds the whole value (a line
+    // of hex can hold a key's start, the dump all of it).
+    const seen = this.#inDump.get(`${line}:${column}`);
+    if (seen === undefined) this.#report(line, column, value, kind);
+    else if (value.length > seen.length) {
+      this.findings[seen.index] = this.#finding(line, column, value, kind);
+    }
+  });
+  /** Findings in the open dump's lines as written, by `line:column`. */
+  readonly #inDump = new Map<string, { index: number; length: number }>();
 
   constructor(
     file: string,
@@ -76,7 +125,39 @@ export class LineScanner {
   end(): Finding[] {
     this.#scan(this.#pending, true);
     this.#pending = "";
-    return this.findings;
+    this.#endDump();
+    // A dump's findings are known when it ends, after those of its own lines.
+    return this.findings.sort((a, b) => a.line - b.line || a.column - b.column);
+  }
+
+  #inReach(anchor: number): boolean {
+    return anchor >= this.#lead && anchor < this.#limit;
+  }
+
+  #endDump(): void {
+    if (!this.#dump.open) return;
+    this.#dump.end();
+    this.#inDump.clear();
+  }
+
+  #report(line: number, column: number, value: string, kind: string): void {
+    if (this.#dump.open) {
+      this.#inDump.set(`${line}:${column}`, { index: this.findings.length, length: value.length });
+    }
+    this.findings.push(this.#finding(line, column, value, kind));
+  }
+
+  #finding(line: number, column: number, value: string, kind: string): Finding {
+    const finding: Finding = {
+      file: this.#file,
+      line,
+      column,
+      kind,
+      masked: maskSecret(value),
+      ...(this.#source === undefined ? {} : { source: this.#source }),
+    };
+    rememberValue(finding, value);
+    return finding;
   }
 
   /**
@@ -84,77 +165,46 @@ export class LineScanner {
    * that encoded run starts) lies in [#lead, end), where end leaves the overlap to the next
    * segment; one finding per stretch of the line.
    */
-  #scan(line: string, complete: boolean): void {
-    if (line.includes(ALLOW_MARKER)) return;
-    const limit = complete ? line.length : line.length - this.#overlapChars;
-    const candidates: Candidate[] = [];
-    findInLine(line, this.#bareIsLiteral, (start, end, value, kind, anchor, rank) => {
-      if (anchor >= this.#lead && anchor < limit) {
-        candidates.push({ start, end, value, kind, rank });
-      }
-    });
+  #scan(text: string, complete: boolean): void {
+    let line = text;
+    // A line read whole, not a segment of a long one: only such a line is a dump's or a header.
+    const wholeLine = complete && this.#dropped === 0;
+    const allowed = line.includes(ALLOW_MARKER);
+    const indent = wholeLine ? firstNonBlank(line) : 0;
+    // A marked line is skipped as a whole, its part of a dump too.
+    const dump = wholeLine && !allowed ? parseDumpLine(line, this.#dump.open, indent) : null;
+    if (dump === null) {
+      this.#endDump();
+    } else {
+      this.#dump.add(this.#line, dump);
+      // xxd's or hexdump's text column shows the dump's bytes, read with the rest of the dump.
+      if (dump.textColumn !== undefined) line = line.slice(0, dump.textColumn);
+    }
+    if (wholeLine) this.#section = sectionHeader(line, indent) ?? this.#section;
+    if (allowed) return;
+    this.#limit = complete ? line.length : line.length - this.#overlapChars;
+    this.#complete = complete;
+    this.#length = line.length;
+    const candidates = this.#candidates;
+    candidates.length = 0;
+    findInLine(line, {
+      bareIsLiteral: this.#bareIsLiteral,
+      section: this.#section,
+      tooLong: this.#tooLong,
+    }, this.#collect);
     if (candidates.length === 0) return;
     for (const { start, value, kind } of oneFindingPerStretch(candidates)) {
-      const finding: Finding = {
-        file: this.#file,
-        line: this.#line,
-        column: this.#dropped + start + 1,
-        kind,
-        masked: maskSecret(value),
-        ...(this.#source === undefined ? {} : { source: this.#source }),
-      };
-      rememberValue(finding, value);
-      this.findings.push(finding);
+      this.#report(this.#line, this.#dropped + start + 1, value, kind);
     }
   }
 }
 
-/**
- * One finding per stretch of the line, in order of where they start: a provider's shape over a
- * bearer token or a URL's credential over a value assigned to a name (a key under OPENAI_API_KEY is
- * an OpenAI key, base64-encoded or not). Rank by rank, each rank's candidates are swept in order
- * against the kept ones (disjoint, so sorted by start and by end alike): a line holding thousands
- * of keys is read in time proportional to their number, not its square.
- */
-function oneFindingPerStretch(candidates: Candidate[]): Candidate[] {
-  candidates.sort((a, b) => a.rank - b.rank || a.start - b.start);
-  let kept: Candidate[] = [];
-  for (let from = 0; from < candidates.length;) {
-    let to = from;
-    while (to < candidates.length && candidates[to].rank === candidates[from].rank) to++;
-    const added: Candidate[] = [];
-    let k = 0;
-    for (let i = from; i < to; i++) {
-      const candidate = candidates[i];
-      while (k < kept.length && kept[k].end <= candidate.start) k++;
-      if (k < kept.length && kept[k].start < candidate.end) continue;
-      const last = added[added.length - 1];
-      if (last !== undefined && last.end > candidate.start) continue;
-      added.push(candidate);
-    }
-    kept = mergeByStart(kept, added);
-    from = to;
-  }
-  return kept;
-}
-
-function mergeByStart(a: Candidate[], b: Candidate[]): Candidate[] {
-  if (b.length === 0) return a;
-  const merged: Candidate[] = [];
-  let i = 0;
-  let j = 0;
-  while (i < a.length || j < b.length) {
-    if (j >= b.length || (i < a.length && a[i].start <= b[j].start)) merged.push(a[i++]);
-    else merged.push(b[j++]);
-  }
-  return merged;
-}
-
-interface Candidate {
-  readonly start: number;
-  readonly end: number;
-  readonly value: string;
-  readonly kind: string;
-  /** Lower is stronger evidence (see Sink in key-line-search.ts). */
-  readonly rank: number;
+/** A base64 or hex run not decoded for its length, where it starts. */
+export interface LongRunAt {
+  readonly line: number;
+  readonly column: number;
+  readonly encoding: string;
+  /** Its length, or (when `cut`) what the segment held of it. */
+  readonly length: number;
+  readonly cut: boolean;
 }

@@ -4,10 +4,13 @@
  * holds, found in the line's own coordinates.
  */
 import { findAssignments } from "./key-assignments.ts";
-import { findBearerTokens, findUrlCredentials } from "./key-bearer-url.ts";
-import { encodedRuns } from "./key-decode.ts";
-import { blankEncodings, decodeEncodings } from "./key-escapes.ts";
+import { findAuthorizationTokens, findBearerTokens, findUrlCredentials } from "./key-bearer-url.ts";
+import { findCallValues } from "./key-calls.ts";
+import { encodedRuns, type LongRun } from "./key-decode.ts";
+import { blankEncodings, decodeEncodings, hasEncodings } from "./key-escapes.ts";
 import type { Report } from "./key-finding.ts";
+import { findLiveRunCredentials } from "./key-live-run.ts";
+import { sectionHeader } from "./key-sections.ts";
 import { findShapes } from "./key-shapes.ts";
 
 /**
@@ -28,67 +31,92 @@ type Sink = (
 /** How deep base64 or hex inside base64 or hex is decoded: a line, and two layers below it. */
 const MAX_DECODING_DEPTH = 2;
 
-/** Everything in `line`; `bareIsLiteral`: whether an unquoted value after a name is a literal. */
-export function findInLine(line: string, bareIsLiteral: boolean, sink: Sink): void {
-  searchLayers(line, bareIsLiteral, 0, sink);
+/** How a line is read. */
+export interface LineContext {
+  /** Whether an unquoted value after a name is a literal (bareValueIsLiteral). */
+  readonly bareIsLiteral: boolean;
+  /** The INI section the line is in (sectionHeader), if any. */
+  readonly section?: string | null;
+  /** Told of each base64 or hex run too long to decode, at its start in the line. */
+  readonly tooLong?: (run: LongRun) => void;
 }
 
-function searchLayers(line: string, bareIsLiteral: boolean, depth: number, sink: Sink): void {
+/** Everything in `line`. */
+export function findInLine(line: string, context: LineContext, sink: Sink): void {
+  searchLayers(line, context.bareIsLiteral, context.section ?? null, 0, sink, context.tooLong);
+}
+
+function searchLayers(
+  line: string,
+  bareIsLiteral: boolean,
+  section: string | null,
+  depth: number,
+  sink: Sink,
+  tooLong?: (run: LongRun) => void,
+): void {
+  const encoded = hasEncodings(line);
   findIn(
-    blankEncodings(line),
+    encoded ? blankEncodings(line) : line,
     bareIsLiteral,
+    section,
     (start, end, value, kind, rank) => sink(start, end, value, kind, start, rank),
   );
-  const decoded = decodeEncodings(line);
+  const decoded = encoded ? decodeEncodings(line) : null;
   const text = decoded?.text ?? line;
   const at = decoded === null ? (i: number) => i : (i: number) => decoded.origin[i];
   if (decoded !== null) {
     findIn(
       text,
       bareIsLiteral,
+      section,
       (start, end, value, kind, rank) => sink(at(start), at(end), value, kind, at(start), rank),
     );
   }
   if (depth >= MAX_DECODING_DEPTH) return;
-  for (const run of encodedRuns(text)) {
+  const tooLongHere = tooLong === undefined
+    ? undefined
+    : (run: LongRun) => tooLong({ ...run, start: at(run.start) });
+  for (const run of encodedRuns(text, tooLongHere)) {
     const inner = run.text;
     let offset = 0;
+    // An INI file encoded whole has its sections inside.
+    let innerSection: string | null = null;
     for (const innerLine of inner.split("\n")) {
       const base = offset;
-      searchLayers(innerLine, true, depth + 1, (start, end, value, kind, _anchor, rank) => {
-        const [from, to] = run.span(utf8Length(inner, base + start), utf8Length(inner, base + end));
-        sink(at(from), at(to), value, `${kind}, ${run.encoding}-encoded`, at(run.start), rank);
-      });
+      innerSection = sectionHeader(innerLine) ?? innerSection;
+      searchLayers(
+        innerLine,
+        true,
+        innerSection,
+        depth + 1,
+        (start, end, value, kind, _a, rank) => {
+          const [from, to] = run.span(base + start, base + end);
+          sink(at(from), at(to), value, `${kind}, ${run.encoding}-encoded`, at(run.start), rank);
+        },
+      );
       offset += innerLine.length + 1;
     }
   }
 }
 
-/** The shapes, bearer tokens, credentials in URLs and values assigned to credential names. */
+/**
+ * The shapes (the project's live-run credentials among them), bearer and `Authorization: Token`
+ * tokens, credentials in URLs, and values given to credential names (assigned, passed to a call,
+ * or as a fallback).
+ */
 function findIn(
   text: string,
   bareIsLiteral: boolean,
+  section: string | null,
   report: (start: number, end: number, value: string, kind: string, rank: number) => void,
 ): void {
   const ranked = (rank: number): Report => (start, end, value, kind) =>
     report(start, end, value, kind, rank);
   findShapes(text, ranked(0));
+  findLiveRunCredentials(text, ranked(0));
   findBearerTokens(text, ranked(1));
+  findAuthorizationTokens(text, ranked(1));
   findUrlCredentials(text, ranked(1));
-  findAssignments(text, bareIsLiteral, ranked(2));
-}
-
-/** The UTF-8 length of `text`'s first `chars` characters. */
-function utf8Length(text: string, chars: number): number {
-  let bytes = 0;
-  for (let i = 0; i < chars; i++) {
-    const code = text.charCodeAt(i);
-    if (code < 0x80) bytes += 1;
-    else if (code < 0x800) bytes += 2;
-    else if (code >= 0xd800 && code <= 0xdbff && i + 1 < chars) {
-      bytes += 4;
-      i++;
-    } else bytes += 3;
-  }
-  return bytes;
+  findAssignments(text, bareIsLiteral, ranked(2), section);
+  findCallValues(text, ranked(2));
 }

@@ -1,13 +1,21 @@
 /**
  * Names whose value is a credential: the vault's secret types, names ending in API_KEY,
- * SECRET_KEY, ACCESS_KEY, API_TOKEN or AUTH_TOKEN, and provider-named ones (`MISTRAL_KEY`,
- * `hfToken`), in any case and style.
+ * SECRET_KEY, ACCESS_KEY, API_TOKEN, AUTH_TOKEN or SUBSCRIPTION_KEY, and provider-named ones
+ * (`MISTRAL_KEY`, `hfToken`, `mistral.api.key`), in any case and style.
  */
 import { SECRET_TYPES } from "../../functions/_shared/vault/secret-types.ts";
 
-/** Names whose value is a credential, compared lower-cased without `_` and `-`. */
+/** Names whose value is a credential, compared lower-cased without `_`, `.` and `-`. */
 const CREDENTIAL_NAMES = new Set(SECRET_TYPES.map(normalizeName));
-const CREDENTIAL_SUFFIXES = ["apikey", "secretkey", "accesskey", "apitoken", "authtoken"];
+const CREDENTIAL_SUFFIXES = [
+  "apikey",
+  "secretkey",
+  "accesskey",
+  "apitoken",
+  "authtoken",
+  // Azure's API Management header (`Ocp-Apim-Subscription-Key`) and its SDKs' `subscriptionKey`.
+  "subscriptionkey",
+];
 
 /**
  * Providers whose keys go by names like `MISTRAL_KEY` or `AZURE_OPENAI_KEY` (many have no prefix of
@@ -73,7 +81,7 @@ const PROVIDER_STEMS = [...PROVIDER_WORDS].filter((word) => word.length >= 5);
 const CREDENTIAL_LAST_WORDS = new Set(["key", "token", "secret", "pat", "apikey"]);
 
 function normalizeName(name: string): string {
-  return name.toLowerCase().replace(/[_-]/g, "");
+  return name.toLowerCase().replace(/[_.-]/g, "");
 }
 
 /** `AZURE_OPENAI_KEY`, `hfToken`, `mistral-key-2` → lower-case words, numbers dropped at the end. */

@@ -4,7 +4,7 @@
  */
 import { createHash } from "node:crypto";
 import type { AllowList } from "./key-allow.ts";
-import { scanBytes } from "./key-bytes.ts";
+import { longRunReason, scanBytes } from "./key-bytes.ts";
 import { amend, type Finding, fingerprintOf } from "./key-finding.ts";
 
 /** A file or blob not read, and why; `source` as a finding's ("staged", "commit <sha>"). */
@@ -12,6 +12,8 @@ export interface Skipped {
   file: string;
   readonly reason: string;
   readonly source?: string;
+  /** A base64 or hex run in a file that was read, too long to decode. */
+  readonly longRun?: boolean;
 }
 
 export interface ScanOptions {
@@ -109,13 +111,16 @@ export class PathScan {
     const hash = this.#allow.blobs.size > 0 ? createHash("sha1").update(`blob ${size}\0`) : null;
     // The stream closes the file when read to the end or cancelled.
     const chunks = hash === null ? file.readable : hashed(file.readable, hash);
-    const { findings, binary } = await scanBytes(chunks, path);
+    const { findings, binary, longRuns } = await scanBytes(chunks, path);
     this.#read.add(path);
     if (binary) {
       this.skipped.push({ file: path, reason: "binary" });
       return;
     }
     this.filesScanned++;
+    for (const run of longRuns) {
+      this.skipped.push({ file: path, reason: longRunReason(run), longRun: true });
+    }
     const blob = hash?.digest("hex");
     for (const finding of findings) {
       this.findings.push(blob === undefined ? finding : amend(finding, { blob }));

@@ -13,7 +13,7 @@ import { readBlobs } from "./git-blobs.ts";
 import { historyBlobs, isShallow } from "./git-history.ts";
 import { indexEntries, projectFiles, stagedChanges } from "./git-index.ts";
 import { EMPTY_ALLOW_LIST } from "./key-allow.ts";
-import { scanBytes } from "./key-bytes.ts";
+import { longRunReason, scanBytes } from "./key-bytes.ts";
 import { amend } from "./key-finding.ts";
 import { PathScan, type ScanOptions, type ScanReport } from "./key-path-scan.ts";
 
@@ -118,13 +118,16 @@ async function scanBlobs(
   let scanned = 0;
   for await (const blob of readBlobs(root, refs)) {
     const source = sourceOf(blob.ref);
-    const { findings, binary } = await scanBytes(blob.chunks, blob.ref.path, source);
+    const { findings, binary, longRuns } = await scanBytes(blob.chunks, blob.ref.path, source);
     read.add(blob.ref.sha);
     if (binary) {
       scan.skipped.push({ file: blob.ref.path, reason: "binary", source });
       continue;
     }
     scanned++;
+    for (const run of longRuns) {
+      scan.skipped.push({ file: blob.ref.path, reason: longRunReason(run), source, longRun: true });
+    }
     for (const finding of findings) scan.findings.push(amend(finding, { blob: blob.ref.sha }));
   }
   return scanned;
