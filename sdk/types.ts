@@ -91,8 +91,13 @@ export interface ActivityEvent {
   /** ISO 8601 UTC. */
   readonly at: string;
   readonly actor: ActivityActor;
-  /** Only for `reveal_refused`: a missing or wrong server token, or the creator's lock. */
-  readonly reason?: "reveal_token" | "vault_locked";
+  /**
+   * Only for `reveal_refused`: a missing or wrong live-run credential, the creator's lock, or a
+   * type outside the credential's scope.
+   */
+  readonly reason?: "reveal_token" | "vault_locked" | "out_of_scope";
+  /** The live-run credential's name (`image-worker`) on events one made; absent on older ones. */
+  readonly credential?: string;
 }
 
 /** The body of `GET /secrets/activity`: newest first. */

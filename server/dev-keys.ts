@@ -1,11 +1,18 @@
 /**
  * Development keys: with nothing configured, the local server generates an encryption key, a
- * server reveal token and a JWT secret on first start, keeps them in a git-ignored file readable
- * only by the owner (mode 0600), and reuses them later so stored secrets stay decryptable. Each
- * carries a mark production refuses (files written before the marks existed carry none).
+ * live-run credential and a JWT secret on first start, keeps them in a git-ignored file readable
+ * only by the owner (mode 0600), and reuses them later so stored secrets stay decryptable. The
+ * keys carry a mark production refuses (files written before the marks existed carry none); the
+ * credential is registered in the local database as `development`, with every type (main.ts),
+ * and is what `deno task sign-in` exports as SERVER_REVEAL_TOKEN. Its field keeps that name, so
+ * files and scripts written before credentials existed keep working.
  */
 
 import { randomBase64Url } from "../functions/_shared/auth/random.ts";
+import {
+  generateLiveRunCredential,
+  isLiveRunCredential,
+} from "../functions/_shared/auth/live-run-credential-format.ts";
 import { DEV_ENCRYPTION_KEY_MARK, DEV_SECRET_PREFIX } from "../functions/_shared/config/keyring.ts";
 import { HAS_MODES } from "./data-dir.ts";
 
@@ -13,6 +20,7 @@ export const DEFAULT_DEV_KEYS_PATH = ".local/dev-keys.json";
 
 export interface DevKeys {
   readonly ENCRYPTION_KEY: string;
+  /** The development live-run credential (`wvlr_…`), not the deprecated single token. */
   readonly SERVER_REVEAL_TOKEN: string;
   readonly JWT_SECRET: string;
 }
@@ -21,14 +29,15 @@ const DEV_KEY_NAMES = ["ENCRYPTION_KEY", "SERVER_REVEAL_TOKEN", "JWT_SECRET"] as
 
 /**
  * Fresh development keys, each marked (config/keyring.ts: DEV_SECRET_PREFIX, DEV_ENCRYPTION_KEY_MARK) so
- * that production refuses them even after they are copied into its environment. The encryption
+ * that production refuses them even after they are copied into its environment (the credential by
+ * its format: config.ts refuses one as SERVER_REVEAL_TOKEN). The encryption
  * key is the mark's 12 bytes and 20 random ones (160 bits: plenty for data on a laptop).
  */
 export function generateDevKeys(): DevKeys {
   const random = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(20))));
   return {
     ENCRYPTION_KEY: `${DEV_ENCRYPTION_KEY_MARK}${random}`,
-    SERVER_REVEAL_TOKEN: `${DEV_SECRET_PREFIX}${randomBase64Url(32)}`,
+    SERVER_REVEAL_TOKEN: generateLiveRunCredential(),
     JWT_SECRET: `${DEV_SECRET_PREFIX}${randomBase64Url(48)}`,
   };
 }
@@ -41,7 +50,13 @@ export async function loadOrCreateDevKeys(
     const stored = JSON.parse(await Deno.readTextFile(path));
     if (DEV_KEY_NAMES.every((name) => typeof stored[name] === "string")) {
       await ownerOnly(path);
-      return { keys: stored as DevKeys, created: false };
+      if (isLiveRunCredential(stored.SERVER_REVEAL_TOKEN)) {
+        return { keys: stored as DevKeys, created: false };
+      }
+      // A file from before credentials: its single token becomes a development credential.
+      const keys = { ...stored, SERVER_REVEAL_TOKEN: generateLiveRunCredential() } as DevKeys;
+      await Deno.writeTextFile(path, JSON.stringify(keys, null, 2) + "\n", { mode: 0o600 });
+      return { keys, created: false };
     }
     throw new Error(`${path} is incomplete; delete it to generate new development keys`);
   } catch (error) {
@@ -66,7 +81,11 @@ async function ownerOnly(path: string): Promise<void> {
   if (HAS_MODES) await Deno.chmod(path, 0o600);
 }
 
-/** Dev keys fill only the gaps: anything set in the environment wins. */
+/**
+ * Dev keys fill only the gaps: anything set in the environment wins. The credential is not a
+ * setting (it is a row, registered by main.ts), so SERVER_REVEAL_TOKEN, the deprecated legacy
+ * token, stays unset unless the environment sets it.
+ */
 export function withDevKeys(
   env: Readonly<Record<string, string | undefined>>,
   keys: DevKeys,
@@ -74,13 +93,11 @@ export function withDevKeys(
   const merged: Record<string, string | undefined> = { ...env };
   const hasKeyring = Boolean(env.ENCRYPTION_KEYS?.trim() || env.ENCRYPTION_KEY?.trim());
   if (!hasKeyring) merged.ENCRYPTION_KEY = keys.ENCRYPTION_KEY;
-  if (!env.SERVER_REVEAL_TOKEN?.trim()) merged.SERVER_REVEAL_TOKEN = keys.SERVER_REVEAL_TOKEN;
   if (!env.JWT_SECRET?.trim()) merged.JWT_SECRET = keys.JWT_SECRET;
   return merged;
 }
 
 /** Whether the environment leaves any dev-generated key to fill. */
 export function needsDevKeys(env: Readonly<Record<string, string | undefined>>): boolean {
-  return !(env.ENCRYPTION_KEYS?.trim() || env.ENCRYPTION_KEY?.trim()) ||
-    !env.SERVER_REVEAL_TOKEN?.trim() || !env.JWT_SECRET?.trim();
+  return !(env.ENCRYPTION_KEYS?.trim() || env.ENCRYPTION_KEY?.trim()) || !env.JWT_SECRET?.trim();
 }

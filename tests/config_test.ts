@@ -14,6 +14,7 @@ import { ENV_VARS, readEnvVars } from "../functions/_shared/config/env-schema.ts
 import { preparesStatements } from "../functions/_shared/config/parse.ts";
 import { DEV_ENCRYPTION_KEY_MARK, DEV_SECRET_PREFIX } from "../functions/_shared/config/keyring.ts";
 import { generateDevKeys, loadOrCreateDevKeys, withDevKeys } from "../server/dev-keys.ts";
+import { isLiveRunCredential } from "../functions/_shared/auth/live-run-credential-format.ts";
 import {
   base64,
   problemsOf,
@@ -27,7 +28,8 @@ const KEY_B = btoa(String.fromCharCode(...new Uint8Array(32).fill(2)));
 const TOKEN = "r".repeat(40);
 const SECRET = "j".repeat(48);
 
-const REQUIRED = ["DATABASE_URL", "ENCRYPTION_KEYS", "SERVER_REVEAL_TOKEN", "JWT_SECRET"];
+// SERVER_REVEAL_TOKEN is the deprecated single token: optional (live-run credentials are rows).
+const REQUIRED = ["DATABASE_URL", "ENCRYPTION_KEYS", "JWT_SECRET"];
 
 Deno.test("production with nothing set names every missing variable in one line", () => {
   const [first] = problemsOf({ APP_ENV: "production" });
@@ -84,13 +86,14 @@ Deno.test("production refuses secrets of a handful of repeated characters", () =
 Deno.test("production refuses the local server's development keys, wherever they are copied", () => {
   const dev = generateDevKeys();
   assert.ok(dev.ENCRYPTION_KEY.startsWith(DEV_ENCRYPTION_KEY_MARK));
-  assert.ok(dev.SERVER_REVEAL_TOKEN.startsWith(DEV_SECRET_PREFIX));
   assert.ok(dev.JWT_SECRET.startsWith(DEV_SECRET_PREFIX));
   const made = "made by the local server; generate one for production";
+  // The development credential is refused by its format: no live-run credential is a token.
   assert.deepEqual(productionProblems({ ...dev }), [
     `ENCRYPTION_KEY is a development key ${made}`,
-    `SERVER_REVEAL_TOKEN is a development secret ${made}`,
     `JWT_SECRET is a development secret ${made}`,
+    "SERVER_REVEAL_TOKEN holds a live-run credential: credentials are rows in the database " +
+    "(deno task credentials:add), each with its own scope",
   ]);
   // Under another key id, behind a real key, in base64url: still the development key's bytes.
   const asUrl = dev.ENCRYPTION_KEY.replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
@@ -293,7 +296,9 @@ Deno.test("development keys are generated once into a 0600 file, reused, and kep
     assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
     const config = parseConfig(withDevKeys({}, first.keys));
     assert.equal(config.encryptionKeys[0].key.length, 32);
-    assert.equal(config.serverRevealToken, first.keys.SERVER_REVEAL_TOKEN);
+    // The development credential is a row the server registers, not the legacy token.
+    assert.ok(isLiveRunCredential(first.keys.SERVER_REVEAL_TOKEN));
+    assert.equal(config.serverRevealToken, "");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

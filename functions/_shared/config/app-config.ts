@@ -28,6 +28,10 @@ export interface AppConfig {
   readonly database: DatabaseSettings;
   /** First key encrypts; every key decrypts (rotation). */
   readonly encryptionKeys: readonly EncryptionKeySpec[];
+  /**
+   * The deprecated single reveal token (SERVER_REVEAL_TOKEN): while set, accepted as the live-run
+   * credential named `legacy` with every type; empty when unset (then nothing matches it).
+   */
   readonly serverRevealToken: string;
   readonly jwtSecret: string;
   /** Origins whose EIP-4361 `domain`/`uri` are accepted and that CORS lets in. Empty: own origin only. */
@@ -47,7 +51,7 @@ export interface AppConfig {
     readonly vaultWritesPerMinute: number;
     /** Reveals per creator. */
     readonly revealsPerMinute: number;
-    /** Reveals per server reveal token, every creator together. */
+    /** Reveals per live-run credential, every creator together. */
     readonly revealsPerTokenPerMinute: number;
     /** Reveals refused for a missing or wrong reveal token, per client IP (a right one never counts). */
     readonly wrongRevealTokensPerIpPerMinute: number;

@@ -10,6 +10,7 @@ import { databaseUrl, type Env, type EnvVars, FORWARDED_FOR, readEnvVars } from 
 import { type EncryptionKeySpec, keyringEntrySecret, parseKeyring } from "./keyring.ts";
 import { type ComparedSecret, comparedSecret, sharedSecrets, weakSecret } from "./weak-secrets.ts";
 import { localStackProblems } from "./local-stack.ts";
+import { isLiveRunCredential } from "../auth/live-run-credential-format.ts";
 import {
   parseChainIds,
   parseChainRpcUrls,
@@ -55,7 +56,6 @@ export const CLIENTS_TO_FILL_A_WALLET_CAP = 10;
 export const REQUIRED_IN_PRODUCTION = [
   "DATABASE_URL (or SUPABASE_DB_URL)",
   "ENCRYPTION_KEYS (or ENCRYPTION_KEY)",
-  "SERVER_REVEAL_TOKEN",
   "JWT_SECRET",
   "ALLOWED_ORIGINS",
 ] as const;
@@ -98,6 +98,14 @@ export function parseConfig(
   if (production) {
     problems.unshift(...missingInProduction(env, REQUIRED_IN_PRODUCTION));
     problems.push(...serviceSecretProblems(vars, keyring.map(keyringEntrySecret)));
+    if (vars.SERVER_REVEAL_TOKEN !== undefined && isLiveRunCredential(vars.SERVER_REVEAL_TOKEN)) {
+      // As the legacy token it would reveal every type, whatever scope its row was given (and
+      // the local server's development credential would work here).
+      problems.push(
+        "SERVER_REVEAL_TOKEN holds a live-run credential: credentials are rows in the database " +
+          "(deno task credentials:add), each with its own scope",
+      );
+    }
     if (
       vars.ALLOWED_ORIGINS !== undefined && vars.ALLOWED_ORIGINS.split(",").every((o) => !o.trim())
     ) {
@@ -112,7 +120,6 @@ export function parseConfig(
     problems.push(...localStackProblems(vars.APP_ENV, vars));
     // Development and tests get their keys from the local server's dev-key file or the test setup.
     if (encryptionKeys.length === 0) problems.push(NO_KEYRING);
-    if (vars.SERVER_REVEAL_TOKEN === undefined) problems.push("SERVER_REVEAL_TOKEN is not set");
     if (vars.JWT_SECRET === undefined) problems.push("JWT_SECRET is not set");
   }
   if (problems.length > 0) throw new ConfigError(problems);
@@ -124,7 +131,8 @@ export function parseConfig(
       (supabaseUrl ? new URL(supabaseUrl).hostname.split(".")[0] : "wallet-vault-local"),
     database,
     encryptionKeys,
-    serverRevealToken: vars.SERVER_REVEAL_TOKEN!,
+    // Live-run credentials are rows (scripts/credentials.ts); this deprecated token is optional.
+    serverRevealToken: vars.SERVER_REVEAL_TOKEN ?? "",
     jwtSecret: vars.JWT_SECRET!,
     allowedOrigins,
     allowedChainIds,
@@ -258,7 +266,6 @@ function missingInProduction(env: Env, required: readonly Requirement[]): string
   const present: Record<Requirement, boolean> = {
     "DATABASE_URL (or SUPABASE_DB_URL)": databaseUrl(env) !== undefined,
     "ENCRYPTION_KEYS (or ENCRYPTION_KEY)": given("ENCRYPTION_KEYS", "ENCRYPTION_KEY"),
-    SERVER_REVEAL_TOKEN: given("SERVER_REVEAL_TOKEN"),
     JWT_SECRET: given("JWT_SECRET"),
     ALLOWED_ORIGINS: given("ALLOWED_ORIGINS"),
   };
