@@ -4,7 +4,8 @@
  * cannot even send the header (CORS never allows it); a page never holds one to send. A credential
  * in the header is recognised by its format (live-run-credential-format.ts) and looked up by hash
  * in the reveal's own statement (vault-store.ts); the deprecated SERVER_REVEAL_TOKEN, while it is
- * configured, is compared here and reveals every type under the name `legacy`.
+ * configured, is compared here and reveals every type, naming no credential in the trail (the
+ * logs call it `legacy`).
  */
 import { sha256 } from "@noble/hashes/sha2";
 import type { AppConfig } from "../_shared/config/app-config.ts";

@@ -101,7 +101,7 @@ export function revealRoute(
       if (error.outcome === "credential_refused") return await refuseCredential(request);
       // A credential used for mass reveal (a leaked one): slowed, and the operator told which.
       log.info("reveal_credential_over_limit", {
-        credential: error.credentialName,
+        credential: error.credentialName ?? "legacy",
         user_id: session.userId,
       });
       throw rateLimited(error.retryAfter);

@@ -6,7 +6,7 @@
 
 create table public.live_run_credentials (
   id uuid primary key default gen_random_uuid(),
-  -- 'legacy' is the name SERVER_REVEAL_TOKEN reveals under (reveal_user_secrets): never a row's.
+  -- 'legacy' is what the logs call SERVER_REVEAL_TOKEN (reveal.ts): never a row's name.
   name text not null check (name ~ '^[a-z0-9][a-z0-9._-]{0,62}$' and name <> 'legacy'),
   secret_types text[] not null check (
     cardinality(secret_types) > 0 and array_ndims(secret_types) = 1
@@ -41,13 +41,14 @@ alter table public.secret_events add constraint secret_events_reason_check
 -- The reveal of 20261126100500_vault.sql, with the live-run credential checked in the same
 -- statement (issue 42: the lines marked "credential"). `credential_hash` is the SHA-256 of the
 -- presented credential; null (the default, which the calls written before credentials make) only
--- when the caller matched the deprecated SERVER_REVEAL_TOKEN itself, which reveals every type
--- under the name 'legacy'. `every_type`: the request named no types, so `secret_types` is every
+-- when the caller matched the deprecated SERVER_REVEAL_TOKEN itself, which reveals every type and
+-- names no credential in its events (they read as every event before credentials did). `every_type`: the request named no types, so `secret_types` is every
 -- type and the reveal asks for those the credential may reveal. Outcomes added: 'credential_refused'
 -- (unknown, revoked or expired: nothing counted, read or recorded here; the caller counts it
 -- against the client's budget), 'out_of_scope' (within the creator's limit, recorded as a refused
 -- reveal naming the types asked for), 'credential_rate_limited' (past the credential's own
--- limit). Every row carries the credential's name, for the caller's logs.
+-- limit). Every row carries the credential's name (null for the legacy token), for the caller's
+-- logs.
 drop function public.reveal_user_secrets(uuid, uuid, text[], text, integer, integer, integer);
 create function public.reveal_user_secrets(
   session_id uuid, user_id uuid, secret_types text[], token_bucket text, creator_limit integer,
@@ -64,8 +65,8 @@ create function public.reveal_user_secrets(
   declare
     attempt record;
     locked boolean;
-    -- credential: its name and scope; the legacy token's unless a hash is given
-    credential text := 'legacy';
+    -- credential: its name and scope; none for the legacy token, whose events read as before
+    credential text := null;
     scope text[] := null;
   begin
     -- credential: live, unexpired, unrevoked, or refused before anything else is looked at
