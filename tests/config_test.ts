@@ -304,6 +304,26 @@ Deno.test("development keys are generated once into a 0600 file, reused, and kep
   }
 });
 
+Deno.test("a development keys file from before credentials keeps its keys and gains a credential", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = `${dir}/dev-keys.json`;
+    const old = {
+      ...generateDevKeys(),
+      SERVER_REVEAL_TOKEN: `${DEV_SECRET_PREFIX}${"x".repeat(43)}`,
+    };
+    await Deno.writeTextFile(path, JSON.stringify(old), { mode: 0o600 });
+    const { keys, created } = await loadOrCreateDevKeys(path);
+    assert.equal(created, false);
+    assert.deepEqual([keys.ENCRYPTION_KEY, keys.JWT_SECRET], [old.ENCRYPTION_KEY, old.JWT_SECRET]);
+    assert.ok(isLiveRunCredential(keys.SERVER_REVEAL_TOKEN));
+    // Kept: the next start registers the same credential.
+    assert.deepEqual((await loadOrCreateDevKeys(path)).keys, keys);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("settings from the environment win over development keys", () => {
   const merged = withDevKeys({ JWT_SECRET: SECRET }, generateDevKeys());
   assert.equal(merged.JWT_SECRET, SECRET);
