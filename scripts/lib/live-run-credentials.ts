@@ -5,7 +5,7 @@
  * credential in its own statement, so a change holds from the next reveal. A new credential is
  * returned once, here, and only its hash is stored.
  */
-import type { Queryable } from "../../functions/_shared/db/db.ts";
+import type { Database, Queryable } from "../../functions/_shared/db/db.ts";
 import { generateLiveRunCredential } from "../../functions/_shared/auth/live-run-credential-format.ts";
 import { liveRunCredentialHash } from "../../functions/_shared/auth/live-run-credential-hash.ts";
 import { isSecretType, type SecretType } from "../../functions/_shared/vault/secret-types.ts";
@@ -75,6 +75,21 @@ function info(row: InfoRow): CredentialInfo {
   };
 }
 
+/**
+ * One statement as service_role, as vault:rotate runs: the table forces row-level security and has
+ * no policy, and on Supabase the `postgres` role an operator connects as is no superuser.
+ */
+function asService<T extends Record<string, unknown>>(
+  db: Database,
+  text: string,
+  params: readonly unknown[] = [],
+): Promise<T[]> {
+  return db.transaction(async (tx: Queryable) => {
+    await tx.query("set local role service_role");
+    return await tx.query<T>(text, params);
+  });
+}
+
 /** The name, checked: the trail shows it to creators. */
 export function checkedName(name: string): string {
   if (!CREDENTIAL_NAME.test(name) || name === "legacy") {
@@ -104,13 +119,14 @@ export function checkedTypes(types: readonly string[]): SecretType[] {
  * when null). Refused while the name has a live credential: a service has one, rotated in place.
  */
 export async function addCredential(
-  db: Queryable,
+  db: Database,
   name: string,
   secretTypes: readonly string[],
   expiresAt: Date | null,
 ): Promise<IssuedCredential> {
   const credential = generateLiveRunCredential();
-  const rows = await db.query<InfoRow>(
+  const rows = await asService<InfoRow>(
+    db,
     `insert into public.live_run_credentials (name, secret_types, token_hash, expires_at)
        select $1, $2::text[], $3, $4
         where not exists (select 1 from public.live_run_credentials
@@ -127,8 +143,9 @@ export async function addCredential(
 }
 
 /** Every credential, newest first per name; revoked and expired ones too. */
-export async function listCredentials(db: Queryable): Promise<CredentialInfo[]> {
-  const rows = await db.query<InfoRow>(
+export async function listCredentials(db: Database): Promise<CredentialInfo[]> {
+  const rows = await asService<InfoRow>(
+    db,
     `select ${infoColumns()} from public.live_run_credentials order by name, created_at desc`,
   );
   return rows.map(info);
@@ -146,7 +163,7 @@ export interface Rotation extends IssuedCredential {
  * else as long a lifetime as the predecessor had (none if it had none).
  */
 export async function rotateCredential(
-  db: Queryable,
+  db: Database,
   name: string,
   graceSeconds: number,
   expiresAt: Date | null = null,
@@ -155,7 +172,8 @@ export async function rotateCredential(
     throw new CredentialCommandError("the grace period is a whole number of seconds, 0 or more");
   }
   const credential = generateLiveRunCredential();
-  const rows = await db.query<InfoRow & { predecessor_expires_at: Date }>(
+  const rows = await asService<InfoRow & { predecessor_expires_at: Date }>(
+    db,
     `with predecessor as (
        select id, name, secret_types, created_at, expires_at from public.live_run_credentials
         where name = $1 and ${LIVE}
@@ -192,8 +210,9 @@ export async function rotateCredential(
  * Revokes every credential of `name` not yet revoked (a successor and a predecessor in its grace
  * alike): refused from the next reveal. The number revoked; 0 when there was none.
  */
-export async function revokeCredential(db: Queryable, name: string): Promise<number> {
-  const rows = await db.query<{ id: string }>(
+export async function revokeCredential(db: Database, name: string): Promise<number> {
+  const rows = await asService<{ id: string }>(
+    db,
     `update public.live_run_credentials set revoked_at = now()
       where name = $1 and revoked_at is null returning id::text as id`,
     [checkedName(name)],
@@ -206,11 +225,12 @@ export async function revokeCredential(db: Queryable, name: string): Promise<num
  * the credential's hash, once (server/main.ts calls it on each start).
  */
 export async function ensureDevelopmentCredential(
-  db: Queryable,
+  db: Database,
   credential: string,
   secretTypes: readonly SecretType[],
 ): Promise<void> {
-  await db.query(
+  await asService(
+    db,
     `insert into public.live_run_credentials (name, secret_types, token_hash)
        values ('development', $1::text[], $2)
      on conflict (token_hash) do nothing`,
