@@ -24,7 +24,7 @@ async function main(): Promise<void> {
   let { env, devKeys } = await localEnv({ createDevKeys: true });
   const devKeysLine = devKeys &&
     `${devKeys.created ? "generated" : "using"} development keys in ${devKeys.path} ` +
-      "(git-ignored, mode 0600), with the live-run credential 'development' for every type";
+      "(git-ignored, mode 0600); live-run credential: development, every type";
 
   // Like `supabase start`, the local server has a public key of its own for supabase-js clients.
   if (env.APP_ENV !== "production" && !env.SUPABASE_ANON_KEY && !env.SUPABASE_PUBLISHABLE_KEYS) {
