@@ -12,8 +12,8 @@
  * POST /api/auth/wallet-proof itself. SERVER_REVEAL_TOKEN is exported only for a server on this
  * machine that takes the live-run credential `development` in the development keys
  * `deno task start` keeps in .local/dev-keys.json (read from the working directory, as the server
- * reads it): a server in development that generated them. The wallet's key is made here and forgotten: each run is a new
- * creator.
+ * reads it): a server in development that generated them. The wallet's key is made here and
+ * forgotten: each run is a new creator.
  */
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { DEFAULT_DEV_KEYS_PATH } from "../server/dev-keys.ts";

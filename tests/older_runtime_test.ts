@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { openTestDatabase } from "./support/database.ts";
+import { addCredential } from "../scripts/lib/live-run-credentials.ts";
 import {
   edgeClient,
   type EdgeShape,
@@ -105,6 +106,19 @@ Deno.test({
         ]),
         [["provider_b_key", value]],
       );
+      // A service's own credential, scoped: in scope it reveals, out of scope it is refused.
+      const { credential } = await addCredential(database.db, "image-worker", [
+        "provider_b_key",
+      ], null);
+      for (const [secretTypes, status] of [[["provider_b_key"], 200], [["provider_c_key"], 403]]) {
+        const scoped = await call("/functions/v1/api/secrets/reveal", {
+          method: "POST",
+          token,
+          serverToken: credential,
+          body: { secretTypes },
+        });
+        assert.equal(scoped.status, status, JSON.stringify(scoped.body));
+      }
 
       const signedOut = await call("/functions/v1/api/auth/logout", { method: "POST", token });
       assert.equal(signedOut.status, 204, JSON.stringify(signedOut.body));

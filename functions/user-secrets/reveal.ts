@@ -1,7 +1,7 @@
 /**
  * POST /user-secrets/reveal: plaintext, only to a caller holding both the creator's session and
- * a live-run credential whose scope covers every type asked for. A type that cannot be decrypted fails the whole reveal: a live run
- * must not go ahead silently without a key it asked for.
+ * a live-run credential whose scope covers every type asked for. A type that cannot be decrypted
+ * fails the whole reveal: a live run must not go ahead silently without a key it asked for.
  */
 import type { AppConfig } from "../_shared/config/app-config.ts";
 import type { Database } from "../_shared/db/db.ts";

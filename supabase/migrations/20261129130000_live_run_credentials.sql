@@ -42,8 +42,9 @@ alter table public.secret_events add constraint secret_events_reason_check
 -- statement (issue 42: the lines marked "credential"). `credential_hash` is the SHA-256 of the
 -- presented credential; null (the default, which the calls written before credentials make) only
 -- when the caller matched the deprecated SERVER_REVEAL_TOKEN itself, which reveals every type and
--- names no credential in its events (they read as every event before credentials did). `every_type`: the request named no types, so `secret_types` is every
--- type and the reveal asks for those the credential may reveal. Outcomes added: 'credential_refused'
+-- names no credential in its events (they read as every event before credentials did).
+-- `every_type`: the request named no types, so `secret_types` is every type and the reveal asks
+-- for those the credential may reveal. Outcomes added: 'credential_refused'
 -- (unknown, revoked or expired: nothing counted, read or recorded here; the caller counts it
 -- against the client's budget), 'out_of_scope' (within the creator's limit, recorded as a refused
 -- reveal naming the types asked for), 'credential_rate_limited' (past the credential's own
