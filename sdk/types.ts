@@ -18,6 +18,8 @@ export interface MaskedSecret {
   readonly hint?: string;
   /** When a live run last revealed this value (since it was saved), ISO 8601 UTC; null if never. */
   readonly lastUsedAt: string | null;
+  /** The service whose live-run credential made that last reveal (`image-worker`), if named. */
+  readonly lastUsedBy?: string;
 }
 
 /** The body of `GET /secrets`. Without a session, `secrets` is empty. */

@@ -99,7 +99,8 @@ Deno.test({
           assert.ok(lastUsedAt);
           await openSettings(page, origin);
           const lastUsed = keyMeta.locator(".last-used");
-          await lastUsed.getByText("last used by a live run").waitFor();
+          await lastUsed.getByText("last used by image-worker").waitFor();
+          assert.equal(listed.secrets[0].lastUsedBy, "image-worker");
           assert.equal(await lastUsed.locator("time").getAttribute("datetime"), lastUsedAt);
           await page.locator("#activity-list > li").first().waitFor();
           assert.deepEqual(await activityKinds(page), ["revealed", "saved"]);

@@ -154,6 +154,16 @@ describeWithDatabase("live-run credentials", {
       actor: "live_run",
       credential: name,
     });
+    // The list's last use says by whom; a key no credential has revealed says nothing.
+    const listed = await (await app.fetch("/api/secrets", { headers: bearer(creator.accessToken) }))
+      .json();
+    assert.deepEqual(
+      listed.secrets.map((s: { secretType: string; lastUsedBy?: string }) => [
+        s.secretType,
+        s.lastUsedBy,
+      ]),
+      [["provider_b_key", name], ["provider_c_key", undefined]],
+    );
   },
 
   async "a type outside the credential's scope is refused with its own code, releases nothing, and is recorded"(

@@ -99,6 +99,8 @@ export type MaskedRow = {
   readonly hint: string | null;
   /** When a live run last revealed it since it was saved; null if never. */
   readonly last_used_at: Date | null;
+  /** The live-run credential's name on that reveal; null if none named (issue 42). */
+  readonly last_used_by: string | null;
 };
 
 /**
@@ -109,7 +111,7 @@ export type MaskedRow = {
  */
 export async function listSecrets(db: Queryable, session: TokenIdentity): Promise<MaskedRow[]> {
   const rows = await db.query<MaskedRow & { live: boolean }>(
-    `select live, secret_type, updated_at, hint, last_used_at
+    `select live, secret_type, updated_at, hint, last_used_at, last_used_by
        from public.list_user_secrets($1, $2, $3, $4::text[])`,
     [JSON.stringify(session.claims), session.sessionId, session.userId, SECRET_TYPES],
   );

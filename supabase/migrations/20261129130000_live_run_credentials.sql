@@ -147,6 +147,69 @@ create function public.reveal_user_secrets(
   end
   $$;
 
+-- The masked list of 20261126100500_vault.sql, with the credential of each secret's last use
+-- (issue 42: the lines marked "credential"): the name on the latest reveal naming it since it was
+-- saved; null if never used, or last used by the legacy token or before credentials.
+drop function public.list_user_secrets(text, uuid, uuid, text[]);
+create function public.list_user_secrets(
+  claims text, session_id uuid, user_id uuid, secret_types text[]
+)
+  returns table (
+    live boolean, secret_type text, updated_at timestamptz, hint text, last_used_at timestamptz,
+    last_used_by text
+  )
+  language plpgsql set search_path = pg_catalog, pg_temp
+  as $$
+  declare
+    caller text := public.act_as_creator(list_user_secrets.claims);
+  begin
+    return query
+      with recursive revealed_lists as (
+        (select e.secret_types from public.secret_events e
+          where e.user_id = list_user_secrets.user_id and e.action = 'reveal'
+          order by e.secret_types limit 1)
+        union all
+        select (select e.secret_types from public.secret_events e
+                 where e.user_id = list_user_secrets.user_id and e.action = 'reveal'
+                   and e.secret_types > r.secret_types
+                 order by e.secret_types limit 1)
+          from revealed_lists r where r.secret_types is not null
+      ), last_reveals as materialized (
+        select r.secret_types,
+               (select max(e.occurred_at) from public.secret_events e
+                 where e.user_id = list_user_secrets.user_id and e.action = 'reveal'
+                   and e.secret_types = r.secret_types) as occurred_at
+          from revealed_lists r where r.secret_types is not null
+      ), named_reveals as materialized (
+        -- credential: the name on each list's latest reveal, found by all three index columns
+        select l.secret_types, l.occurred_at,
+               (select e.credential_name from public.secret_events e
+                 where e.user_id = list_user_secrets.user_id and e.action = 'reveal'
+                   and e.secret_types = l.secret_types and e.occurred_at = l.occurred_at
+                 order by e.id desc limit 1) as credential_name
+          from last_reveals l
+      )
+      select true, s.secret_type, s.updated_at, s.hint,
+             (select max(l.occurred_at) from last_reveals l
+               where s.secret_type = any(l.secret_types) and l.occurred_at >= s.updated_at),
+             -- credential: who made that last use
+             (select n.credential_name from named_reveals n
+               where s.secret_type = any(n.secret_types) and n.occurred_at >= s.updated_at
+               order by n.occurred_at desc limit 1)
+        from public.user_secrets s
+       where s.user_id = list_user_secrets.user_id
+       order by array_position(list_user_secrets.secret_types, s.secret_type);
+    if found then
+      return;
+    end if;
+    perform set_config('role', caller, true);
+    if not public.session_is_live_for(list_user_secrets.session_id, list_user_secrets.user_id) then
+      return query select false, null::text, null::timestamptz, null::text, null::timestamptz,
+        null::text;
+    end if;
+  end
+  $$;
+
 -- The trail's page of 20261126100600_audit.sql, with each event's credential name (issue 42: the
 -- column marked "credential"); null for events no credential made.
 drop function public.list_secret_events(text, uuid, uuid, bigint, integer);
@@ -198,7 +261,10 @@ revoke all on function public.reveal_user_secrets(uuid, uuid, text[], text, inte
   integer, bytea, boolean) from public, anon, authenticated;
 revoke all on function public.list_secret_events(text, uuid, uuid, bigint, integer)
   from public, anon, authenticated;
+revoke all on function public.list_user_secrets(text, uuid, uuid, text[])
+  from public, anon, authenticated;
 grant execute on function public.reveal_user_secrets(uuid, uuid, text[], text, integer, integer,
   integer, bytea, boolean) to service_role;
 grant execute on function public.list_secret_events(text, uuid, uuid, bigint, integer)
   to service_role;
+grant execute on function public.list_user_secrets(text, uuid, uuid, text[]) to service_role;
