@@ -181,7 +181,7 @@ create function public.list_user_secrets(
                    and e.secret_types = r.secret_types) as occurred_at
           from revealed_lists r where r.secret_types is not null
       ), named_reveals as materialized (
-        -- credential: the name on each list's latest reveal, found by all three index columns
+        -- credential: the name on each list's latest reveal, found by its creator and time
         select l.secret_types, l.occurred_at,
                (select e.credential_name from public.secret_events e
                  where e.user_id = list_user_secrets.user_id and e.action = 'reveal'
