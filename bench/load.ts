@@ -10,6 +10,7 @@
  */
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 import {
+  benchCredential,
   createDatabase,
   findPostgres,
   jsonHeaders,
@@ -29,6 +30,7 @@ type Body = any;
 async function loadEngine(engine: string, adminUrl: string | null) {
   const db = await createDatabase(engine === "postgres" ? adminUrl : null);
   const storage = `${engine}:public.user_secrets`;
+  const credential = await benchCredential(db);
   const server = await startProcess("server/main.ts", { ...serverEnv(), ...db.env }, storage);
   const latencies: Record<string, number[]> = {};
   const answers: Record<string, number> = {};
@@ -106,7 +108,7 @@ async function loadEngine(engine: string, adminUrl: string | null) {
     };
     const reveal = async () => {
       const { status, body } = await send("reveal", "/api/secrets/reveal", {
-        headers: { ...auth(), "x-service-server-secret": server.env.SERVER_REVEAL_TOKEN },
+        headers: { ...auth(), "x-service-server-secret": credential },
         json: {},
       });
       if (status !== 200) return null;

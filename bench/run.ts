@@ -17,7 +17,15 @@ import { creators, floorScenarios, type Load, proofPool, proofsFor } from "./mea
 import { type Route, ROUTE_NAMES, routeScenarios, runInTurns } from "./measure.ts";
 import type { ColdStartRun, GrowthRun, Results, RouteRun } from "./results.ts";
 import { summarize } from "./results.ts";
-import { log, median, newAccount, ROOT, seedCreatorsSql, serverEnv } from "./support.ts";
+import {
+  benchCredential,
+  log,
+  median,
+  newAccount,
+  ROOT,
+  seedCreatorsSql,
+  serverEnv,
+} from "./support.ts";
 import type { ServerProcess } from "./support.ts";
 
 /** Positive integers from the environment; a bad value stops the run, naming the variable. */
@@ -77,6 +85,7 @@ async function benchEngine(engine: Engine) {
   let server: ServerProcess | null = null;
   let floor: ServerProcess | null = null;
   try {
+    const credential = await benchCredential(db);
     server = await engine.startServer(db, keys);
     const sessions = await creators(server.url, CONCURRENCY);
     // The floor's own creators: its writes put random bytes where reveal expects ciphertexts.
@@ -104,7 +113,7 @@ async function benchEngine(engine: Engine) {
     if (!engine.exclusive) floor = await startFloor();
     for (const [concurrency, ms] of phases) {
       const proofs = await proofPool(server.url, proofsFor(concurrency, ms));
-      const scenarios = routeScenarios(server.url, keys.SERVER_REVEAL_TOKEN, sessions, proofs);
+      const scenarios = routeScenarios(server.url, credential, sessions, proofs);
       for (const route of ROUTE_NAMES) {
         const spends = route === "wallet-proof";
         const timed = {
@@ -162,6 +171,7 @@ async function growth(engine: Engine) {
   const keys = serverEnv();
   let server: ServerProcess | null = null;
   try {
+    const credential = await benchCredential(db);
     server = await engine.startServer(db, keys);
     const sessions = await creators(server.url, 1);
     let seeded = 1;
@@ -173,7 +183,7 @@ async function growth(engine: Engine) {
         seeded = creators;
       }
       const proofs = await proofPool(server.url, proofsFor(1, GROWTH_MS));
-      const scenarios = routeScenarios(server.url, keys.SERVER_REVEAL_TOKEN, sessions, proofs);
+      const scenarios = routeScenarios(server.url, credential, sessions, proofs);
       for (const route of ["list", "put", "wallet-proof"] as const) {
         const [{ p50Ms, errors }] = await runInTurns(1, GROWTH_MS, [{
           what: `${engine.name} ${route} with ${creators} creators`,

@@ -8,6 +8,9 @@ import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from 
 import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 import { openDatabase } from "../server/database.ts";
 import { generateDevKeys } from "../server/dev-keys.ts";
+import { generateLiveRunCredential } from "../functions/_shared/auth/live-run-credential-format.ts";
+import { liveRunCredentialHash } from "../functions/_shared/auth/live-run-credential-hash.ts";
+import { toHex } from "../functions/_shared/bytes.ts";
 import { migrate } from "../server/migrations.ts";
 import { createFreshPostgres } from "../tests/support/fresh-postgres.ts";
 import { freePort } from "../tests/support/ports.ts";
@@ -16,10 +19,28 @@ export const ROOT = new URL("../", import.meta.url);
 
 const LIMITS = "NONCE PROOF PROOF_PER_ADDRESS VAULT_WRITES REVEALS REVEALS_PER_TOKEN".split(" ");
 
-/** Keys for one run's processes, with every rate limit out of the way. */
+/**
+ * Keys for one run's processes, with every rate limit out of the way. No SERVER_REVEAL_TOKEN: the
+ * reveals use a live-run credential (benchCredential), so they measure its lookup.
+ */
 export function serverEnv(): Record<string, string> {
   const limits = LIMITS.map((name) => [`RATE_LIMIT_${name}_PER_MINUTE`, "1000000"]);
-  return { APP_ENV: "development", ...generateDevKeys(), ...Object.fromEntries(limits) };
+  const { SERVER_REVEAL_TOKEN: _aRow, ...keys } = generateDevKeys();
+  return { APP_ENV: "development", ...keys, ...Object.fromEntries(limits) };
+}
+
+/**
+ * A live-run credential for every type, registered in `db` as a service named `bench` (PGlite:
+ * before a server holds the directory), as `deno task credentials:add` would.
+ */
+export async function benchCredential(db: BenchDatabase): Promise<string> {
+  const credential = generateLiveRunCredential();
+  const types = SECRET_TYPES.map((type) => `'${type}'`).join(", ");
+  await db.sql(
+    `insert into public.live_run_credentials (name, secret_types, token_hash)
+       values ('bench', array[${types}], '\\x${toHex(liveRunCredentialHash(credential))}')`,
+  );
+  return credential;
 }
 
 /**

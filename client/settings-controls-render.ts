@@ -17,13 +17,15 @@ function describeEvent(event: ActivityEvent): string {
     case "deleted":
       return "Deleted";
     case "revealed":
-      return "Read by a live run";
+      return event.credential === undefined ? "Read by a live run" : `${event.credential} revealed`;
     case "reveal_failed":
       return "A live run's read failed; nothing was released";
     case "reveal_refused":
       return event.reason === "vault_locked"
-        ? "A live run was refused: live-run access is locked"
-        : "A live run was refused: wrong or missing server token";
+        ? `${liveRun(event)} was refused: live-run access is locked`
+        : event.reason === "out_of_scope"
+        ? `${liveRun(event)} was refused: its credential may not reveal these keys`
+        : "A live run was refused: wrong or missing server credential";
     case "rotated":
       return "Re-encrypted under a new key by the operator";
     case "locked":
@@ -32,6 +34,9 @@ function describeEvent(event: ActivityEvent): string {
       return "Live-run access unlocked";
   }
 }
+
+/** The service that acted, by its credential's name, when the event names one. */
+const liveRun = (event: ActivityEvent): string => event.credential ?? "A live run";
 
 const ACTORS: Readonly<Record<ActivityEvent["actor"], string>> = {
   browser: "your browser",
@@ -47,11 +52,14 @@ export function activityItem(event: ActivityEvent): HTMLLIElement {
   what.className = "what";
   what.textContent = describeEvent(event);
   item.append(what);
+  // A named service's reveal reads as a sentence: "image-worker revealed provider_b_key".
+  const lead = event.kind === "revealed" && event.credential !== undefined ? " " : ": ";
   event.secretTypes.forEach((type, index) => {
     const code = document.createElement("code");
     code.textContent = type;
-    item.append(index === 0 ? ": " : ", ", code);
+    item.append(index === 0 ? lead : ", ", code);
   });
+  if (event.credential !== undefined) item.dataset.credential = event.credential;
   const who = document.createElement("span");
   who.className = "hint";
   who.textContent = ` · by ${ACTORS[event.actor]}`;

@@ -138,7 +138,12 @@ export function renderSecretItems(list: HTMLOListElement, status: SecretsStatus 
       const lastUsed = document.createElement("span");
       lastUsed.className = "last-used";
       if (secret.lastUsedAt === null) lastUsed.textContent = "never used by a live run";
-      else lastUsed.append("last used by a live run ", timeElement(secret.lastUsedAt));
+      else {
+        lastUsed.append(
+          `last used by ${secret.lastUsedBy ?? "a live run"} `,
+          timeElement(secret.lastUsedAt),
+        );
+      }
       meta.append(" · ", lastUsed);
       if (secret.hint) {
         const hint = document.createElement("span");

@@ -10,10 +10,10 @@
  * a second session of the same wallet, as another device would hold; PROOF is one more signed
  * wallet-proof body for that wallet, not yet used (its nonce is good for ten minutes), for trying
  * POST /api/auth/wallet-proof itself. SERVER_REVEAL_TOKEN is exported only for a server on this
- * machine that takes the reveal token in the development keys `deno task start` keeps in
- * .local/dev-keys.json (read from the working directory, as the server reads it): a server in
- * development that generated them. The wallet's key is made here and forgotten: each run is a new
- * creator.
+ * machine that takes the live-run credential `development` in the development keys
+ * `deno task start` keeps in .local/dev-keys.json (read from the working directory, as the server
+ * reads it): a server in development that generated them. The wallet's key is made here and
+ * forgotten: each run is a new creator.
  */
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { DEFAULT_DEV_KEYS_PATH } from "../server/dev-keys.ts";
@@ -90,11 +90,13 @@ function isLoopback(url: string): boolean {
 }
 
 /**
- * The reveal token in the development keys, when the server takes it; otherwise null, and why.
- * The server checks the reveal token before the session, so a request without one tells the
- * right token (401 missing_token) from a wrong one (403) without revealing or recording anything.
+ * The live-run credential in the development keys, when the server takes it; otherwise null, and
+ * why. The server looks a credential up in the reveal itself, so the probe is a reveal with the
+ * new throwaway wallet's session, which has nothing stored: it reads and releases nothing.
  */
-async function devRevealToken(): Promise<{ token: string } | { token: null; why: string }> {
+async function devRevealToken(
+  accessToken: string,
+): Promise<{ token: string } | { token: null; why: string }> {
   if (!isLoopback(base)) return { token: null, why: `${base} is not on this machine` };
   let keys: unknown;
   try {
@@ -109,11 +111,11 @@ async function devRevealToken(): Promise<{ token: string } | { token: null; why:
   if (typeof candidate !== "string" || !/^[\x21-\x7e]+$/.test(candidate)) {
     return { token: null, why: `${DEFAULT_DEV_KEYS_PATH} holds no usable SERVER_REVEAL_TOKEN` };
   }
-  const { status, answer } = await send("/secrets/reveal", {}, {
+  const { status } = await send("/secrets/reveal", {}, {
+    "authorization": `Bearer ${accessToken}`,
     "x-service-server-secret": candidate,
   });
-  const code = (answer as { error?: { code?: unknown } } | null)?.error?.code;
-  if (status === 401 && code === "missing_token") return { token: candidate };
+  if (status === 200) return { token: candidate };
   return {
     token: null,
     why: `the server does not take the one in ${DEFAULT_DEV_KEYS_PATH} (not in development?)`,
@@ -127,7 +129,7 @@ const session = await post("/auth/wallet-proof", await signedProof());
 const otherDevice = await post("/auth/wallet-proof", await signedProof());
 const proof = JSON.stringify(await signedProof());
 const accessToken = token(session.access_token, "access_token");
-const reveal = await devRevealToken();
+const reveal = await devRevealToken(accessToken);
 const exports: Record<string, string> = {
   BASE: base,
   TOKEN: accessToken,
@@ -142,5 +144,6 @@ console.error(`sign-in: signed in at ${base} as ${account.address} (a new throwa
 console.error(
   reveal.token === null
     ? `sign-in: SERVER_REVEAL_TOKEN not set: ${reveal.why}`
-    : `sign-in: SERVER_REVEAL_TOKEN set from ${DEFAULT_DEV_KEYS_PATH} (the server's development keys)`,
+    : `sign-in: SERVER_REVEAL_TOKEN set from ${DEFAULT_DEV_KEYS_PATH} (the server's ` +
+      "development live-run credential, every type)",
 );

@@ -1,7 +1,8 @@
 /**
  * The vault as live-run server code sees it: reveal a creator's plaintext secrets with the
- * creator's session plus the server reveal token, or ask for exactly the credentials one generation
- * step needs (list the stored types, plan the route, reveal only the chosen provider's types).
+ * creator's session plus the service's live-run credential, or ask for exactly the credentials
+ * one generation step needs (list the stored types, plan the route, reveal only the chosen
+ * provider's types).
  *
  * It never logs, and no error it throws carries a value: messages come from the service's error
  * bodies (which never quote values) or are fixed text, and a response that cannot be parsed is
@@ -45,7 +46,10 @@ export interface VaultServerClientOptions {
    * root (`…/api`), which goes through the proxy.
    */
   readonly baseUrl: string;
-  /** SERVER_REVEAL_TOKEN, sent as x-service-server-secret on reveals only. */
+  /**
+   * This service's live-run credential (`wvlr_…`, from `deno task credentials:add`), or the
+   * deprecated SERVER_REVEAL_TOKEN; sent as x-service-server-secret on reveals only.
+   */
   readonly revealToken: string;
   /** Defaults to the global fetch. */
   readonly fetch?: typeof fetch;

@@ -18,6 +18,8 @@ export interface MaskedSecret {
   readonly hint?: string;
   /** When a live run last revealed this value (since it was saved), ISO 8601 UTC; null if never. */
   readonly lastUsedAt: string | null;
+  /** The service whose live-run credential made that last reveal (`image-worker`), if named. */
+  readonly lastUsedBy?: string;
 }
 
 /** The body of `GET /secrets`. Without a session, `secrets` is empty. */
@@ -96,8 +98,13 @@ export interface ActivityEvent {
   /** ISO 8601 UTC. */
   readonly at: string;
   readonly actor: ActivityActor;
-  /** Only for `reveal_refused`: a missing or wrong server token, or the creator's lock. */
-  readonly reason?: "reveal_token" | "vault_locked";
+  /**
+   * Only for `reveal_refused`: a missing or wrong live-run credential, the creator's lock, or a
+   * type outside the credential's scope.
+   */
+  readonly reason?: "reveal_token" | "vault_locked" | "out_of_scope";
+  /** The live-run credential's name (`image-worker`) on events one made; absent on older ones. */
+  readonly credential?: string;
 }
 
 /** The body of `GET /secrets/activity`: newest first. */

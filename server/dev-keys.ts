@@ -1,14 +1,20 @@
 /**
  * Development keys: with nothing configured, the local server generates an encryption key, a
- * server reveal token and an ES256 signing key (a JWK as `supabase gen signing-key` writes it) on
- * first start, keeps them in a git-ignored file readable only by the owner (mode 0600), and reuses
- * them later so stored secrets stay decryptable. Each carries a mark production refuses (files
- * written before the marks existed carry none); a file written before signing keys gains one.
+ * live-run credential (what `deno task sign-in` exports as SERVER_REVEAL_TOKEN; its field keeps that
+ * name, so files and scripts written before credentials existed keep working; main.ts registers it
+ * in the local database as `development`, with every type) and an ES256 signing key (a JWK as
+ * `supabase gen signing-key` writes it) on first start, keeps them in a git-ignored file readable
+ * only by the owner (mode 0600), and reuses them later so stored secrets stay decryptable. Each
+ * carries a mark production refuses (files written before the marks existed carry none); a file
+ * written before signing keys gains one, and one written before credentials gains a credential.
  */
 import { generateKeyPairSync } from "node:crypto";
 
-import { randomBase64Url } from "../functions/_shared/auth/random.ts";
-import { DEV_ENCRYPTION_KEY_MARK, DEV_SECRET_PREFIX } from "../functions/_shared/config/keyring.ts";
+import {
+  generateLiveRunCredential,
+  isLiveRunCredential,
+} from "../functions/_shared/auth/live-run-credential-format.ts";
+import { DEV_ENCRYPTION_KEY_MARK } from "../functions/_shared/config/keyring.ts";
 import { DEV_KID_PREFIX } from "../functions/_shared/auth/session-keys.ts";
 import { HAS_MODES } from "./data-dir.ts";
 
@@ -16,6 +22,7 @@ export const DEFAULT_DEV_KEYS_PATH = ".local/dev-keys.json";
 
 export interface DevKeys {
   readonly ENCRYPTION_KEY: string;
+  /** The development live-run credential (`wvlr_…`), not the deprecated single token. */
   readonly SERVER_REVEAL_TOKEN: string;
   /** A JSON array holding one private ES256 JWK, as supabase/signing_keys.json holds keys. */
   readonly JWT_SIGNING_KEYS: string;
@@ -45,15 +52,16 @@ export function generateDevSigningKey(): Record<string, unknown> {
 }
 
 /**
- * Fresh development keys, each marked (config/keyring.ts: DEV_SECRET_PREFIX, DEV_ENCRYPTION_KEY_MARK) so
- * that production refuses them even after they are copied into its environment. The encryption
- * key is the mark's 12 bytes and 20 random ones (160 bits: plenty for data on a laptop).
+ * Fresh development keys, each marked so that production refuses them even after they are copied
+ * into its environment: the encryption key by DEV_ENCRYPTION_KEY_MARK (config/keyring.ts), the
+ * signing key by its kid (DEV_KID_PREFIX), the credential by its format (config.ts refuses one as
+ * SERVER_REVEAL_TOKEN). The encryption key is the mark's 12 bytes and 20 random ones.
  */
 export function generateDevKeys(): DevKeys {
   const random = btoa(String.fromCharCode(...crypto.getRandomValues(new Uint8Array(20))));
   return {
     ENCRYPTION_KEY: `${DEV_ENCRYPTION_KEY_MARK}${random}`,
-    SERVER_REVEAL_TOKEN: `${DEV_SECRET_PREFIX}${randomBase64Url(32)}`,
+    SERVER_REVEAL_TOKEN: generateLiveRunCredential(),
     JWT_SIGNING_KEYS: JSON.stringify([generateDevSigningKey()]),
   };
 }
@@ -71,7 +79,13 @@ export async function loadOrCreateDevKeys(
     }
     if (DEV_KEY_NAMES.every((name) => typeof stored[name] === "string")) {
       await ownerOnly(path);
-      return { keys: stored as DevKeys, created: false };
+      if (isLiveRunCredential(stored.SERVER_REVEAL_TOKEN)) {
+        return { keys: stored as DevKeys, created: false };
+      }
+      // A file from before credentials: its single token becomes a development credential.
+      const keys = { ...stored, SERVER_REVEAL_TOKEN: generateLiveRunCredential() } as DevKeys;
+      await Deno.writeTextFile(path, JSON.stringify(keys, null, 2) + "\n", { mode: 0o600 });
+      return { keys, created: false };
     }
     throw new Error(`${path} is incomplete; delete it to generate new development keys`);
   } catch (error) {
@@ -96,7 +110,11 @@ async function ownerOnly(path: string): Promise<void> {
   if (HAS_MODES) await Deno.chmod(path, 0o600);
 }
 
-/** Dev keys fill only the gaps: anything set in the environment wins. */
+/**
+ * Dev keys fill only the gaps: anything set in the environment wins. The credential is not a
+ * setting (it is a row, registered by main.ts), so SERVER_REVEAL_TOKEN, the deprecated legacy
+ * token, stays unset unless the environment sets it.
+ */
 export function withDevKeys(
   env: Readonly<Record<string, string | undefined>>,
   keys: DevKeys,
@@ -104,7 +122,6 @@ export function withDevKeys(
   const merged: Record<string, string | undefined> = { ...env };
   const hasKeyring = Boolean(env.ENCRYPTION_KEYS?.trim() || env.ENCRYPTION_KEY?.trim());
   if (!hasKeyring) merged.ENCRYPTION_KEY = keys.ENCRYPTION_KEY;
-  if (!env.SERVER_REVEAL_TOKEN?.trim()) merged.SERVER_REVEAL_TOKEN = keys.SERVER_REVEAL_TOKEN;
   if (!env.JWT_SIGNING_KEYS?.trim()) merged.JWT_SIGNING_KEYS = keys.JWT_SIGNING_KEYS;
   return merged;
 }
@@ -112,5 +129,5 @@ export function withDevKeys(
 /** Whether the environment leaves any dev-generated key to fill. */
 export function needsDevKeys(env: Readonly<Record<string, string | undefined>>): boolean {
   return !(env.ENCRYPTION_KEYS?.trim() || env.ENCRYPTION_KEY?.trim()) ||
-    !env.SERVER_REVEAL_TOKEN?.trim() || !env.JWT_SIGNING_KEYS?.trim();
+    !env.JWT_SIGNING_KEYS?.trim();
 }

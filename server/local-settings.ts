@@ -20,8 +20,15 @@ export type Env = Record<string, string | undefined>;
 
 export interface LocalEnv {
   readonly env: Env;
-  /** Which development keys filled gaps, for the start-up log; null when none did. */
-  readonly devKeys: { readonly path: string; readonly created: boolean } | null;
+  /**
+   * Which development keys filled gaps, for the start-up log, and the development live-run
+   * credential they hold; null when none did.
+   */
+  readonly devKeys: {
+    readonly path: string;
+    readonly created: boolean;
+    readonly liveRunCredential: string;
+  } | null;
 }
 
 /**
@@ -35,7 +42,10 @@ export async function localEnv(options: { readonly createDevKeys: boolean }): Pr
   const path = env.DEV_KEYS_FILE || DEFAULT_DEV_KEYS_PATH;
   if (!options.createDevKeys && !(await exists(path))) return { env, devKeys: null };
   const { keys, created } = await loadOrCreateDevKeys(path);
-  return { env: withDevKeys(env, keys), devKeys: { path, created } };
+  return {
+    env: withDevKeys(env, keys),
+    devKeys: { path, created, liveRunCredential: keys.SERVER_REVEAL_TOKEN },
+  };
 }
 
 /**

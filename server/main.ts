@@ -15,6 +15,8 @@ import {
 import { lockDataDir, secureDataDir } from "./data-dir.ts";
 import { localEnv, parseOrExit, stepOrExit } from "./local-settings.ts";
 import { migrate } from "./migrations.ts";
+import { ensureDevelopmentCredential } from "./live-run-credentials.ts";
+import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 
 const HOST = "127.0.0.1";
 
@@ -22,7 +24,7 @@ async function main(): Promise<void> {
   let { env, devKeys } = await localEnv({ createDevKeys: true });
   const devKeysLine = devKeys &&
     `${devKeys.created ? "generated" : "using"} development keys in ${devKeys.path} ` +
-      "(git-ignored, mode 0600)";
+      "(git-ignored, mode 0600); live-run credential: development, every type";
 
   // Like `supabase start`, the local server has a public key of its own for supabase-js clients.
   if (env.APP_ENV !== "production" && !env.SUPABASE_ANON_KEY && !env.SUPABASE_PUBLISHABLE_KEYS) {
@@ -41,6 +43,8 @@ async function main(): Promise<void> {
   }
   const db = await openDatabase(config.database);
   const applied = await stepOrExit(() => migrate(db));
+  // Development stays one command: the generated credential reveals every type.
+  if (devKeys) await ensureDevelopmentCredential(db, devKeys.liveRunCredential, SECRET_TYPES);
   if (dataDir) await secureOrExit(dataDir);
 
   // Deno.serve behind a counted, deadlined socket (server/connection-limits.ts). The app is made

@@ -15,6 +15,7 @@ import { preparesStatements } from "../functions/_shared/config/parse.ts";
 import { DEV_ENCRYPTION_KEY_MARK, DEV_SECRET_PREFIX } from "../functions/_shared/config/keyring.ts";
 import { DEV_KID_PREFIX } from "../functions/_shared/auth/session-keys.ts";
 import { generateDevKeys, loadOrCreateDevKeys, withDevKeys } from "../server/dev-keys.ts";
+import { isLiveRunCredential } from "../functions/_shared/auth/live-run-credential-format.ts";
 import {
   base64,
   problemsOf,
@@ -30,7 +31,8 @@ const TOKEN = "r".repeat(40);
 const SECRET = "j".repeat(48);
 const SIGNING_KEYS = JSON.stringify([signingKey()]);
 
-const REQUIRED = ["DATABASE_URL", "ENCRYPTION_KEYS", "SERVER_REVEAL_TOKEN", "JWT_SIGNING_KEYS"];
+// SERVER_REVEAL_TOKEN is the deprecated single token: optional (live-run credentials are rows).
+const REQUIRED = ["DATABASE_URL", "ENCRYPTION_KEYS", "JWT_SIGNING_KEYS"];
 
 Deno.test("production with nothing set names every missing variable in one line", () => {
   const [first] = problemsOf({ APP_ENV: "production" });
@@ -87,15 +89,16 @@ Deno.test("production refuses secrets of a handful of repeated characters", () =
 Deno.test("production refuses the local server's development keys, wherever they are copied", () => {
   const dev = generateDevKeys();
   assert.ok(dev.ENCRYPTION_KEY.startsWith(DEV_ENCRYPTION_KEY_MARK));
-  assert.ok(dev.SERVER_REVEAL_TOKEN.startsWith(DEV_SECRET_PREFIX));
   const [devKey] = JSON.parse(dev.JWT_SIGNING_KEYS);
   assert.ok(devKey.kid.startsWith(DEV_KID_PREFIX));
   const made = "made by the local server; generate one for production";
+  // The development credential is refused by its format: no live-run credential is a token.
   assert.deepEqual(productionProblems({ ...dev }), [
     `ENCRYPTION_KEY is a development key ${made}`,
     `JWT_SIGNING_KEYS holds the local server's development key ${devKey.kid} (generate one with ` +
     "supabase gen signing-key)",
-    `SERVER_REVEAL_TOKEN is a development secret ${made}`,
+    "SERVER_REVEAL_TOKEN holds a live-run credential: credentials are rows in the database " +
+    "(deno task credentials:add), each with its own scope",
   ]);
   const shouted = { ...devKey, kid: devKey.kid.toUpperCase() };
   assert.ok(
@@ -306,7 +309,32 @@ Deno.test("development keys are generated once into a 0600 file, reused, and kep
     assert.equal((await Deno.stat(path)).mode! & 0o777, 0o600);
     const config = parseConfig(withDevKeys({}, first.keys));
     assert.equal(config.encryptionKeys[0].key.length, 32);
-    assert.equal(config.serverRevealToken, first.keys.SERVER_REVEAL_TOKEN);
+    // The development credential is a row the server registers, not the legacy token.
+    assert.ok(isLiveRunCredential(first.keys.SERVER_REVEAL_TOKEN));
+    assert.equal(config.serverRevealToken, "");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a development keys file from before credentials keeps its keys and gains a credential", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const path = `${dir}/dev-keys.json`;
+    const old = {
+      ...generateDevKeys(),
+      SERVER_REVEAL_TOKEN: `${DEV_SECRET_PREFIX}${"x".repeat(43)}`,
+    };
+    await Deno.writeTextFile(path, JSON.stringify(old), { mode: 0o600 });
+    const { keys, created } = await loadOrCreateDevKeys(path);
+    assert.equal(created, false);
+    assert.deepEqual(
+      [keys.ENCRYPTION_KEY, keys.JWT_SIGNING_KEYS],
+      [old.ENCRYPTION_KEY, old.JWT_SIGNING_KEYS],
+    );
+    assert.ok(isLiveRunCredential(keys.SERVER_REVEAL_TOKEN));
+    // Kept: the next start registers the same credential.
+    assert.deepEqual((await loadOrCreateDevKeys(path)).keys, keys);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -805,12 +833,13 @@ Deno.test("a dev-keys file written before signing keys gains an ES256 key and ke
     const { keys, created } = await loadOrCreateDevKeys(path);
     assert.equal(created, false);
     assert.equal(keys.ENCRYPTION_KEY, KEY_A, "stored secrets stay decryptable");
-    assert.equal(keys.SERVER_REVEAL_TOKEN, TOKEN);
+    // The single token of that time gives way to a development credential (see the test above).
+    assert.ok(isLiveRunCredential(keys.SERVER_REVEAL_TOKEN));
     const [jwk] = JSON.parse(keys.JWT_SIGNING_KEYS);
     assert.equal(jwk.alg, "ES256");
     assert.ok(jwk.kid.startsWith(DEV_KID_PREFIX));
     const again = await loadOrCreateDevKeys(path);
-    assert.equal(again.keys.JWT_SIGNING_KEYS, keys.JWT_SIGNING_KEYS, "written once, then reused");
+    assert.deepEqual(again.keys, keys, "written once, then reused");
     const config = parseConfig({ ...again.keys });
     assert.equal(config.sessionKeys.signing.alg, "ES256");
   } finally {

@@ -1,8 +1,9 @@
 /**
  * The creator controls on the settings page, end to end in headless Chromium (Debian's
  * /usr/bin/chromium driven by playwright-core) with an injected EIP-1193 wallet that really signs:
- * a creator saves a key, a live run (the server client, sdk/server.ts, with the app's reveal
- * token) reveals it, the page shows when it was last used and the activity, the creator locks
+ * a creator saves a key, a live run (the server client, sdk/server.ts, with the live-run
+ * credential of a service named image-worker) reveals it, the page shows when it was last used and
+ * the activity, naming the service that read which key, the creator locks
  * live-run access and the live run is refused, unlocks with a signature, signs another device
  * out with a signature, exports, deletes the account with a signature, and signs in again as a new
  * creator with an empty vault. Without Chromium the test is skipped, except under CI=true.
@@ -15,6 +16,8 @@ import { bearer, newWallet, signIn, startTestApp } from "./support/app.ts";
 import { launchChromium, openPage, screenshot, skipWithoutChromium } from "./support/chromium.ts";
 import { injectWallet } from "./support/injected-wallet.ts";
 import { rejects } from "./support/vault-error.ts";
+import { addCredential } from "../server/live-run-credentials.ts";
+import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
 
 interface StoredSession {
   readonly accessToken: string;
@@ -60,10 +63,9 @@ Deno.test({
     const origin = `http://127.0.0.1:${server.addr.port}`;
     const app = await startTestApp("pglite", { ALLOWED_ORIGINS: origin });
     edge = atEdge(app.app.handler, app.config.clientIp);
-    const liveRun = createVaultServerClient({
-      baseUrl: `${origin}/api`,
-      revealToken: app.config.serverRevealToken,
-    });
+    // One service's credential, made as the operator makes it (credentials:add).
+    const { credential } = await addCredential(app.database.db, "image-worker", SECRET_TYPES, null);
+    const liveRun = createVaultServerClient({ baseUrl: `${origin}/api`, revealToken: credential });
     const browser = await launchChromium();
     const context = await browser.newContext({ acceptDownloads: true });
     const wallet = await injectWallet(context, newWallet());
@@ -88,7 +90,7 @@ Deno.test({
       });
 
       await t.step(
-        "a live run reveals it; the page shows when, and the activity says so",
+        "a live run reveals it; the page shows when, and the activity says which service read it",
         async () => {
           const revealed = await liveRun.reveal(token, ["provider_b_key"]);
           assert.equal(revealed.get("provider_b_key"), value);
@@ -97,12 +99,17 @@ Deno.test({
           assert.ok(lastUsedAt);
           await openSettings(page, origin);
           const lastUsed = keyMeta.locator(".last-used");
-          await lastUsed.getByText("last used by a live run").waitFor();
+          await lastUsed.getByText("last used by image-worker").waitFor();
+          assert.equal(listed.secrets[0].lastUsedBy, "image-worker");
           assert.equal(await lastUsed.locator("time").getAttribute("datetime"), lastUsedAt);
           await page.locator("#activity-list > li").first().waitFor();
           assert.deepEqual(await activityKinds(page), ["revealed", "saved"]);
           const newest = (await page.locator("#activity-list > li").first().textContent()) ?? "";
-          assert.match(newest, /Read by a live run: provider_b_key · by a live run/);
+          assert.match(newest, /image-worker revealed provider_b_key · by a live run/);
+          assert.equal(
+            await page.locator("#activity-list > li").first().getAttribute("data-credential"),
+            "image-worker",
+          );
         },
       );
 

@@ -585,6 +585,117 @@ Deno.test({
         },
       );
 
+      await t.step(
+        "live-run credentials made with the operator's commands: scope, rotation with grace, revocation, expiry, each reveal named",
+        async () => {
+          /** `deno task credentials:<command>` against the database itself, as an operator runs it. */
+          const credentials = async (...args: string[]) => {
+            const output = await new Deno.Command(Deno.execPath(), {
+              args: [
+                "run",
+                "--allow-net",
+                "--allow-env",
+                "--allow-read",
+                "--allow-write",
+                "--allow-sys",
+                new URL("../scripts/credentials.ts", import.meta.url).pathname,
+                ...args,
+              ],
+              env: { DATABASE_URL: database.url! },
+              stdout: "piped",
+              stderr: "piped",
+            }).output();
+            const stdout = new TextDecoder().decode(output.stdout).trim();
+            const stderr = new TextDecoder().decode(output.stderr);
+            assert.equal(output.code, 0, stderr);
+            return stdout;
+          };
+          const session = await signIn("/functions/v1/api/auth");
+          const token = session.access_token;
+          const values: Record<string, string> = {};
+          for (const secretType of ["provider_b_key", "provider_c_key"]) {
+            values[secretType] = `sk-edge-credential-${crypto.randomUUID()}`;
+            secretValues.push(values[secretType]);
+            const saved = await call("/functions/v1/api/secrets", {
+              method: "PUT",
+              token,
+              body: { secretType, value: values[secretType] },
+            });
+            assert.equal(saved.status, 200, JSON.stringify(saved.body));
+          }
+          const reveal = (credential: string, secretTypes: string[]) =>
+            call("/functions/v1/user-secrets/reveal", {
+              method: "POST",
+              token,
+              serverToken: credential,
+              body: { secretTypes },
+            });
+          const code = (answer: { body: Record<string, unknown> }) =>
+            (answer.body.error as { code: string } | undefined)?.code;
+
+          const first = await credentials("add", "image-worker", "--types=provider_b_key");
+          secretValues.push(first);
+          const inScope = await reveal(first, ["provider_b_key"]);
+          assert.equal(inScope.status, 200, JSON.stringify(inScope.body));
+          assert.equal(
+            (inScope.body.secrets as { value: string }[])[0].value,
+            values.provider_b_key,
+          );
+          const outOfScope = await reveal(first, ["provider_c_key"]);
+          assert.deepEqual([outOfScope.status, code(outOfScope)], [403, "reveal_out_of_scope"]);
+          assert.ok(!JSON.stringify(outOfScope.body).includes(values.provider_c_key));
+
+          // Rotated mid-run: both work during the grace, only the successor after it.
+          const successor = await credentials("rotate", "image-worker", "--grace=2s");
+          secretValues.push(successor);
+          for (const credential of [first, successor, first]) {
+            const during = await reveal(credential, ["provider_b_key"]);
+            assert.equal(during.status, 200, JSON.stringify(during.body));
+          }
+          const listed = JSON.parse(await credentials("list", "--json")) as {
+            name: string;
+            expiresAt: string | null;
+          }[];
+          const graceEnds = listed.find((c) => c.name === "image-worker" && c.expiresAt !== null)!;
+          while (Date.now() <= Date.parse(graceEnds.expiresAt!) + 1000) {
+            await new Promise((resolve) => setTimeout(resolve, 200));
+          }
+          const afterGrace = await reveal(first, ["provider_b_key"]);
+          assert.deepEqual([afterGrace.status, code(afterGrace)], [403, "reveal_forbidden"]);
+          assert.equal((await reveal(successor, ["provider_b_key"])).status, 200);
+
+          // Revoked: refused from the next reveal, whichever instance answers it.
+          await credentials("revoke", "image-worker");
+          for (let i = 0; i < 2; i++) {
+            const revoked = await reveal(successor, ["provider_b_key"]);
+            assert.deepEqual([revoked.status, code(revoked)], [403, "reveal_forbidden"]);
+          }
+          const expiring = await credentials(
+            "add",
+            "batch-worker",
+            "--types=provider_c_key",
+            "--expires-in=3s",
+          );
+          secretValues.push(expiring);
+          assert.equal((await reveal(expiring, ["provider_c_key"])).status, 200);
+          await new Promise((resolve) => setTimeout(resolve, 4000));
+          const expired = await reveal(expiring, ["provider_c_key"]);
+          assert.deepEqual([expired.status, code(expired)], [403, "reveal_forbidden"]);
+
+          const activity = await call("/functions/v1/user-secrets/activity?limit=20", { token });
+          const events = activity.body.events as { kind: string; credential?: string }[];
+          assert.deepEqual(
+            events.filter((event) => event.kind === "revealed").map((event) => event.credential),
+            ["batch-worker", ...Array(5).fill("image-worker")],
+          );
+          assert.ok(
+            events.some((event) =>
+              event.kind === "reveal_refused" && event.credential === "image-worker"
+            ),
+          );
+        },
+      );
+
       await t.step("the instances' logs hold no secret value, token or key", () => {
         const logs = edge.output();
         for (

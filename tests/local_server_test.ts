@@ -3,6 +3,8 @@
  * private from the first start and after any later one, and its socket applies the LOCAL_* limits.
  */
 import assert from "node:assert/strict";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { isLiveRunCredential } from "../functions/_shared/auth/live-run-credential-format.ts";
 import { INHERITED, startLocalServer } from "./support/local-server.ts";
 
 /** Every path below `dir` (links not followed) with its permission bits. */
@@ -77,6 +79,50 @@ Deno.test({
           assert.equal(found.get(dataDir), 0o700);
           assertPrivate(found);
         });
+
+        await t.step(
+          "registers the development keys' live-run credential for every type: it reveals, named development",
+          async () => {
+            const base = `http://127.0.0.1:${server.port}/api`;
+            const post = async (path: string, body: unknown, headers = {}) => {
+              const response = await fetch(`${base}${path}`, {
+                method: "POST",
+                headers: { "content-type": "application/json", ...headers },
+                body: JSON.stringify(body),
+              });
+              return { status: response.status, body: await response.json() };
+            };
+            const account = privateKeyToAccount(generatePrivateKey());
+            const nonce = await post("/auth/nonce", { address: account.address });
+            const message = nonce.body.message as string;
+            const proof = await post("/auth/wallet-proof", {
+              message,
+              signature: await account.signMessage({ message }),
+            });
+            assert.equal(proof.status, 200, JSON.stringify(proof.body));
+            const session = { authorization: `Bearer ${proof.body.access_token}` };
+            const value = `sk-dev-${crypto.randomUUID()}`;
+            const saved = await fetch(`${base}/secrets`, {
+              method: "PUT",
+              headers: { "content-type": "application/json", ...session },
+              body: JSON.stringify({ secretType: "provider_f_api_key", value }),
+            });
+            assert.equal(saved.status, 200, await saved.text());
+            const { SERVER_REVEAL_TOKEN: credential } = JSON.parse(
+              await Deno.readTextFile(env.DEV_KEYS_FILE),
+            );
+            assert.ok(isLiveRunCredential(credential));
+            const revealed = await post("/secrets/reveal", {}, {
+              ...session,
+              "x-service-server-secret": credential,
+            });
+            assert.equal(revealed.status, 200, JSON.stringify(revealed.body));
+            assert.deepEqual(revealed.body.secrets.map((s: { value: string }) => s.value), [value]);
+            const activity = await (await fetch(`${base}/secrets/activity`, { headers: session }))
+              .json();
+            assert.equal(activity.events[0].credential, "development");
+          },
+        );
 
         await t.step(
           "closes a connection whose request head stalls past LOCAL_HEADER_TIMEOUT_MS",

@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { openTestDatabase } from "./support/database.ts";
 import { signingKey } from "./support/config-env.ts";
+import { addCredential } from "../server/live-run-credentials.ts";
 import {
   edgeClient,
   type EdgeShape,
@@ -107,6 +108,19 @@ Deno.test({
         ]),
         [["provider_b_key", value]],
       );
+      // A service's own credential, scoped: in scope it reveals, out of scope it is refused.
+      const { credential } = await addCredential(database.db, "image-worker", [
+        "provider_b_key",
+      ], null);
+      for (const [secretTypes, status] of [[["provider_b_key"], 200], [["provider_c_key"], 403]]) {
+        const scoped = await call("/functions/v1/api/secrets/reveal", {
+          method: "POST",
+          token,
+          serverToken: credential,
+          body: { secretTypes },
+        });
+        assert.equal(scoped.status, status, JSON.stringify(scoped.body));
+      }
 
       const signedOut = await call("/functions/v1/api/auth/logout", { method: "POST", token });
       assert.equal(signedOut.status, 204, JSON.stringify(signedOut.body));

@@ -457,8 +457,8 @@ describeWithDatabase("schema and row-level security", {
     }
     // Past its own limit, the creator spent none of the token's budget.
     assert.deepEqual(await hits(), { user: 3, token: 1 });
-    // Past the token's limit: refused, both counted.
-    assert.equal((await reveal(100, 1)).outcome, "rate_limited");
+    // Past the token's limit: refused (told apart from the creator's own limit), both counted.
+    assert.equal((await reveal(100, 1)).outcome, "credential_rate_limited");
     assert.deepEqual(await hits(), { user: 4, token: 2 });
   },
 
@@ -468,7 +468,7 @@ describeWithDatabase("schema and row-level security", {
          from pg_class c join pg_namespace n on n.oid = c.relnamespace
         where n.nspname = 'public' and c.relkind = 'r' order by c.relname`,
     );
-    assert.equal(tables.length, 7);
+    assert.equal(tables.length, 8);
     for (const table of tables) {
       assert.ok(table.rls && table.forced, `${table.relname} must force RLS`);
     }

@@ -16,6 +16,12 @@ import postgres from "postgres";
 import { openDatabase } from "../server/database.ts";
 import { importKeyring } from "../functions/_shared/vault/vault-crypto.ts";
 import { rotateKeys } from "../scripts/lib/key-rotation.ts";
+import {
+  addCredential,
+  listCredentials,
+  revokeCredential,
+  rotateCredential,
+} from "../server/live-run-credentials.ts";
 import { migrate, readMigrations } from "../server/migrations.ts";
 import { appOn, bearer, signIn, type TestApp } from "./support/app.ts";
 
@@ -177,7 +183,9 @@ Deno.test({
              has_function_privilege('authenticated', 'public.sign_in_with_nonce(text, text, bytea, integer, integer, integer, bigint, bigint, text)', 'execute') as authenticated_sign_in,
              has_function_privilege('authenticated', 'public.hit_rate_limit(text, integer)', 'execute') as authenticated_rate_limit,
              has_function_privilege('authenticated', 'public.put_user_secret(uuid, uuid, text, bytea, bytea, text, text, integer, integer)', 'execute') as authenticated_put,
-             has_function_privilege('authenticated', 'public.reveal_user_secrets(uuid, uuid, text[], text, integer, integer, integer)', 'execute') as authenticated_reveal,
+             has_function_privilege('authenticated', 'public.reveal_user_secrets(uuid, uuid, text[], text, integer, integer, integer, bytea, boolean)', 'execute') as authenticated_reveal,
+             has_table_privilege('authenticated', 'public.live_run_credentials', 'select') as authenticated_credentials,
+             has_table_privilege('anon', 'public.live_run_credentials', 'select') as anon_credentials,
              has_table_privilege('authenticated', 'public.user_secrets', 'insert') as authenticated_insert,
              has_table_privilege('authenticated', 'public.user_secrets', 'update') as authenticated_update,
              has_table_privilege('anon', 'public.user_secrets', 'select') as anon_select,
@@ -195,6 +203,8 @@ Deno.test({
             authenticated_rate_limit: false,
             authenticated_put: false,
             authenticated_reveal: false,
+            authenticated_credentials: false,
+            anon_credentials: false,
             authenticated_insert: false,
             authenticated_update: false,
             anon_select: false,
@@ -288,6 +298,36 @@ Deno.test({
         assert.equal(report.rotated, 2, "the remaining row of each creator");
         assert.deepEqual(report.rowsByKeyId, { k2: 2 });
       });
+
+      await t.step(
+        "live-run credentials are managed as that role through service_role, and reveal in scope",
+        async () => {
+          const creator = await signIn(app);
+          const value = `sk-credential-${crypto.randomUUID()}`;
+          await ok(send(app, "PUT", "/api/secrets", creator.accessToken, {
+            secretType: "provider_b_key",
+            value,
+          }));
+          const { credential } = await addCredential(db, "image-worker", ["provider_b_key"], null);
+          const rotation = await rotateCredential(db, "image-worker", 60);
+          for (const presented of [credential, rotation.credential]) {
+            const revealed = await ok(app.fetch("/api/secrets/reveal", {
+              method: "POST",
+              headers: bearer(creator.accessToken, {
+                "content-type": "application/json",
+                "x-service-server-secret": presented,
+              }),
+              body: JSON.stringify({ secretTypes: ["provider_b_key"] }),
+            }));
+            assert.equal(revealed.secrets[0].value, value);
+          }
+          assert.equal(await revokeCredential(db, "image-worker"), 2);
+          assert.deepEqual(
+            (await listCredentials(db)).map((listed) => listed.status),
+            ["revoked", "revoked"],
+          );
+        },
+      );
 
       await t.step(
         "creator controls run as that role: lock, refused reveal, unlock, sessions, delete",

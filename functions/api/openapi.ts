@@ -168,7 +168,8 @@ export function openApiDocument(
           type: "apiKey",
           in: "header",
           name: REVEAL_TOKEN_HEADER,
-          description: "The server's reveal token (SERVER_REVEAL_TOKEN): live-run servers only.",
+          description: "The live-run service's credential (`wvlr_…`, from `deno task " +
+            "credentials:add`): live-run servers only.",
         },
       },
       headers: {

@@ -35,6 +35,8 @@ type EventRow = {
   action: string;
   secret_types: string[];
   reason: string | null;
+  /** The live-run credential's name, on events a credential made (issue 42); never the secret. */
+  credential_name: string | null;
 };
 
 const CURSOR_PREFIX = "evt:";
@@ -63,6 +65,11 @@ export function decodeCursor(cursor: string): string {
   return id;
 }
 
+/** Why a reveal was refused: the stored reason, else its credential (missing or wrong). */
+function refusalReason(reason: string | null): NonNullable<ActivityEvent["reason"]> {
+  return reason === "vault_locked" || reason === "out_of_scope" ? reason : "reveal_token";
+}
+
 function shown(row: EventRow): ActivityEvent {
   const [kind, actor] = SHOWN[row.action] ?? ["reveal_refused", "live_run"];
   // In the order every list uses, as the service writes them (most events hold one type).
@@ -72,9 +79,9 @@ function shown(row: EventRow): ActivityEvent {
     secretTypes: types as SecretType[],
     at: row.occurred_at.toISOString(),
     actor,
-    ...(row.action === "reveal_refused"
-      ? { reason: row.reason === "vault_locked" ? "vault_locked" : "reveal_token" }
-      : {}),
+    ...(row.action === "reveal_refused" ? { reason: refusalReason(row.reason) } : {}),
+    // Events written before credentials existed, and refusals of an unknown one, name none.
+    ...(row.credential_name === null ? {} : { credential: row.credential_name }),
   };
 }
 
@@ -89,7 +96,7 @@ export async function readActivity(
   pageSize: number,
 ): Promise<{ events: ActivityEvent[]; nextCursor: string | null }> {
   const rows = await db.query<EventRow>(
-    `select live, id::text as id, occurred_at, action, secret_types, reason
+    `select live, id::text as id, occurred_at, action, secret_types, reason, credential_name
        from public.list_secret_events($1, $2, $3, $4::bigint, $5)`,
     [JSON.stringify(session.claims), session.sessionId, session.userId, beforeId, pageSize + 1],
   );

@@ -23,6 +23,11 @@ export const maskedSecret = answerSchema("MaskedSecret", "A stored secret withou
     z.iso.datetime().nullable(),
     "When a live run last revealed this value (since it was saved); null if never.",
   ),
+  lastUsedBy: described(
+    z.string(),
+    "The live-run credential's name on that last reveal (the service, as `image-worker`); absent " +
+      "when never used or when that reveal named none.",
+  ).optional(),
 });
 
 export const providerReadiness = answerSchema(

@@ -27,8 +27,11 @@ export type ActivityKind = typeof ACTIVITY_KINDS[number];
 export const ACTORS = ["browser", "live_run", "operator"] as const;
 export type Actor = typeof ACTORS[number];
 
-/** Why a reveal was refused: its server token (missing or wrong), or the creator's lock. */
-export const REFUSAL_REASONS = ["reveal_token", "vault_locked"] as const;
+/**
+ * Why a reveal was refused: its credential (missing, wrong, revoked or expired), the creator's
+ * lock, or a type outside the credential's scope.
+ */
+export const REFUSAL_REASONS = ["reveal_token", "vault_locked", "out_of_scope"] as const;
 
 export const activityEvent = answerSchema(
   "ActivityEvent",
@@ -38,13 +41,18 @@ export const activityEvent = answerSchema(
     secretTypes: described(
       z.array(secretTypeSchema).readonly(),
       "The types it touched, in the order every list uses; empty for a lock, an unlock, and a " +
-        "reveal refused for its server token (its body is never read).",
+        "reveal refused for its credential (its body is never read).",
     ),
     at: described(z.iso.datetime(), "When (UTC)."),
     actor: described(z.enum(ACTORS), "Who acted."),
     reason: described(
       z.enum(REFUSAL_REASONS),
-      "Only for `reveal_refused`: `reveal_token` or `vault_locked`.",
+      "Only for `reveal_refused`: `reveal_token`, `vault_locked` or `out_of_scope`.",
+    ).optional(),
+    credential: described(
+      z.string(),
+      "The live-run credential's name (the service that acted, as `image-worker`), on reveals " +
+        "and refusals a known credential made; absent on older events. Never the credential.",
     ).optional(),
   },
 );

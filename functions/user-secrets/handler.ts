@@ -29,7 +29,12 @@ export function createUserSecretsHandler(context: ServiceContext): Handler {
     sessions,
     config.publicApiKeys,
   );
-  const requireRevealToken = revealTokenCheck({ db, log, config, identityIfValid });
+  const { requireRevealToken, refuseCredential } = revealTokenCheck({
+    db,
+    log,
+    config,
+    identityIfValid,
+  });
   return router(FUNCTION_NAME, [
     { method: "GET", path: "", handle: acceptValidToken(listRoute({ db, config })) },
     { method: "PUT", path: "", handle: requireValidToken(putRoute({ db, keyring, config })) },
@@ -37,7 +42,9 @@ export function createUserSecretsHandler(context: ServiceContext): Handler {
     {
       method: "POST",
       path: "/reveal",
-      handle: requireRevealToken(requireValidToken(revealRoute({ db, keyring, log, config }))),
+      handle: requireRevealToken(
+        requireValidToken(revealRoute({ db, keyring, log, config, refuseCredential })),
+      ),
     },
     { method: "GET", path: "/activity", handle: requireValidToken(activityRoute({ db })) },
     { method: "GET", path: "/lock", handle: requireValidToken(lockStateRoute({ db })) },

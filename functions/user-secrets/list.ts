@@ -18,6 +18,7 @@ interface MaskedSecret {
   updatedAt: string;
   hint?: string;
   lastUsedAt: string | null;
+  lastUsedBy?: string;
 }
 
 /** A stored row as the list (and the export) shows it. */
@@ -27,6 +28,7 @@ export function maskedSecret(row: MaskedRow): MaskedSecret {
     updatedAt: row.updated_at.toISOString(),
     ...(row.hint === null ? {} : { hint: row.hint }),
     lastUsedAt: row.last_used_at?.toISOString() ?? null,
+    ...(row.last_used_by === null ? {} : { lastUsedBy: row.last_used_by }),
   };
 }
 

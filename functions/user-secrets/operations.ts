@@ -114,11 +114,13 @@ export const USER_SECRETS_OPERATIONS: readonly Operation[] = [
     operationId: "revealSecrets",
     tag: "Secrets",
     summary: "The creator's values, for live-run servers only",
-    description: "Needs the creator's session and the server's reveal token in " +
-      `\`${REVEAL_TOKEN_HEADER}\`, which CORS never lets a page send. A missing or wrong token ` +
-      "is checked first (403, then 429 past the client's budget). The reveal is recorded in the " +
-      "creator's audit trail before anything is released; a value that cannot be decrypted " +
-      "fails the whole reveal.",
+    description: "Needs the creator's session and the live-run service's credential in " +
+      `\`${REVEAL_TOKEN_HEADER}\`, which CORS never lets a page send. A missing, malformed, ` +
+      "unknown, revoked or expired credential is refused (403, then 429 past the client's " +
+      "budget); a type outside the credential's scope refuses the whole reveal " +
+      "(403 `reveal_out_of_scope`, recorded). The reveal is recorded in the creator's audit " +
+      "trail, naming the credential, before anything is released; a value that cannot be " +
+      "decrypted fails the whole reveal.",
     auth: "session and reveal token",
     body: body(revealBody, { secretTypes: ["provider_b_key"] }, { optional: true }),
     answer: ok(revealAnswer, {
@@ -132,6 +134,7 @@ export const USER_SECRETS_OPERATIONS: readonly Operation[] = [
       "reveal_forbidden",
       ...SESSION,
       "invalid_secret_type",
+      "reveal_out_of_scope",
       "vault_locked",
       "rate_limited",
       "encryption_key_unavailable",

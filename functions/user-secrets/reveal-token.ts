@@ -1,12 +1,21 @@
 /**
- * The server reveal token check: the second credential plaintext retrieval needs, next to the
- * creator's session. Only the service's own server holds it, and a page on another origin cannot
- * even send the header (CORS never allows it); a page never holds the token to send.
+ * The live-run credential check: the second credential plaintext retrieval needs, next to the
+ * creator's session. Only a live-run service's own server holds one, and a page on another origin
+ * cannot even send the header (CORS never allows it); a page never holds one to send. A credential
+ * in the header is recognised by its format (live-run-credential-format.ts) and looked up by hash
+ * in the reveal's own statement (vault-store.ts); the deprecated SERVER_REVEAL_TOKEN, while it is
+ * configured, is compared here and reveals every type, naming no credential in the trail (the
+ * logs call it `legacy`).
  */
 import { sha256 } from "@noble/hashes/sha2";
 import type { AppConfig } from "../_shared/config/app-config.ts";
 import type { Database } from "../_shared/db/db.ts";
 import { clientIp, rateLimited } from "../_shared/auth/rate-limit.ts";
+import { isLiveRunCredential } from "../_shared/auth/live-run-credential-format.ts";
+import {
+  liveRunCredentialBucket,
+  liveRunCredentialHash,
+} from "../_shared/auth/live-run-credential-hash.ts";
 import type { TokenIdentity } from "../_shared/auth/session-tokens.ts";
 import { toHex } from "../_shared/bytes.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
@@ -20,8 +29,26 @@ import { refuseReveal, type RevealRefusal } from "./vault-store.ts";
 // dozen bytes.
 const digest = (value: string): Uint8Array => sha256(new TextEncoder().encode(value));
 
-/** What a request's reveal token is: the configured one, none at all, or another. */
-type PresentedToken = "right" | "missing" | "wrong";
+/** What a request's header is: the legacy token, a credential to look up, none, or another. */
+type PresentedToken = "legacy" | "credential" | "missing" | "wrong";
+
+/** The credential a request presented, as the reveal's statement takes it. */
+export interface PresentedCredential {
+  /** The SHA-256 the credential is stored under; null for the legacy SERVER_REVEAL_TOKEN. */
+  readonly hash: Uint8Array | null;
+  /** Its reveal rate-limit bucket. */
+  readonly bucket: string;
+}
+
+// Set by the check, read by the reveal route: the header is parsed and hashed once per request.
+const presentedCredentials = new WeakMap<Request, PresentedCredential>();
+
+/** The credential `request` passed the check with (requireRevealToken ran first). */
+export function presentedCredential(request: Request): PresentedCredential {
+  const presented = presentedCredentials.get(request);
+  if (presented === undefined) throw new Error("the reveal route runs behind requireRevealToken");
+  return presented;
+}
 
 export interface RevealTokenDeps {
   readonly db: Database;
@@ -31,19 +58,28 @@ export interface RevealTokenDeps {
   readonly identityIfValid: (request: Request) => Promise<TokenIdentity | null>;
 }
 
+export interface RevealTokenCheck {
+  /** The route, for a request presenting the legacy token or a well-formed credential. */
+  readonly requireRevealToken: (route: Handler) => Handler;
+  /** Refuses `request`'s credential (the reveal found it unknown, revoked or expired). */
+  readonly refuseCredential: (request: Request) => Promise<never>;
+}
+
 /**
- * `requireRevealToken(route)`: the route, for a request with the configured reveal token. Without
- * it nothing else is looked at, but to count and record the refusal; the right token costs
- * nothing more than the comparison. A missing or wrong one is counted against the client
- * address's budget (403 within it, then 429), logged, and with a live session recorded in its
- * creator's trail. Only this path counts, so a server holding the right token is never refused by
- * this limit, whatever shares its address. Neither the log nor the trail holds anything of the
- * token.
+ * `requireRevealToken(route)`: the route, for a request with the configured legacy token or a
+ * well-formed credential (the reveal's statement then decides whether it is live). Anything else
+ * is refused before any database work but counting and recording the refusal; a right one costs
+ * nothing more than the comparison and a hash. A missing, malformed, unknown, revoked or expired
+ * one is counted against the client address's budget (403 within it, then 429), logged, and with
+ * a live session recorded in its creator's trail. Only this path counts, so a server holding a
+ * live credential is never refused by this limit, whatever shares its address. Neither the log nor
+ * the trail holds anything of the credential.
  */
 export function revealTokenCheck(
   { db, log, config, identityIfValid }: RevealTokenDeps,
-): (route: Handler) => Handler {
+): RevealTokenCheck {
   const checkRevealToken = createRevealTokenCheck(config.serverRevealToken);
+  const legacyBucket = revealTokenBucket(config.serverRevealToken);
   const refusalsPerMinute = config.rateLimits.wrongRevealTokensPerIpPerMinute;
   const overBudget = createOverBudgetClients();
 
@@ -76,17 +112,28 @@ export function revealTokenCheck(
     throw rateLimited(refusal.retryAfter);
   }
 
-  return (route) => async (request) => {
-    const presented = checkRevealToken(request);
-    if (presented !== "right") return await refuse(request, presented);
-    return route(request);
+  return {
+    requireRevealToken: (route) => async (request) => {
+      const presented = checkRevealToken(request);
+      if (presented === "legacy") {
+        presentedCredentials.set(request, { hash: null, bucket: legacyBucket });
+      } else if (presented === "credential") {
+        const hash = liveRunCredentialHash(request.headers.get(REVEAL_TOKEN_HEADER)!);
+        presentedCredentials.set(request, { hash, bucket: liveRunCredentialBucket(hash) });
+      } else {
+        return await refuse(request, presented);
+      }
+      return route(request);
+    },
+    refuseCredential: (request) => refuse(request, "wrong"),
   };
 }
 
 /**
- * Returns a check of the request's reveal token against the configured one. Both sides are hashed
- * first and the digests compared without an early exit, so neither the token's content nor its
- * length shows in the response time.
+ * Returns a check of the request's header: the legacy token (when configured), else a
+ * well-formed credential, else missing or wrong. The legacy comparison hashes both sides first and
+ * compares the digests without an early exit, so neither its content nor its length shows in the
+ * response time; a credential's format check reads only public structure (prefix, checksum).
  */
 function createRevealTokenCheck(
   configuredToken: string,
@@ -94,11 +141,12 @@ function createRevealTokenCheck(
   const wanted = digest(configuredToken);
   return (request) => {
     const presented = request.headers.get(REVEAL_TOKEN_HEADER);
-    const actual = digest(presented ?? "");
-    let difference = presented === null || configuredToken.length === 0 ? 1 : 0;
+    if (presented === null) return "missing";
+    const actual = digest(presented);
+    let difference = configuredToken.length === 0 ? 1 : 0;
     for (let i = 0; i < wanted.length; i++) difference |= wanted[i] ^ actual[i];
-    if (difference === 0) return "right";
-    return presented === null ? "missing" : "wrong";
+    if (difference === 0) return "legacy";
+    return isLiveRunCredential(presented) ? "credential" : "wrong";
   };
 }
 
@@ -106,7 +154,7 @@ function createRevealTokenCheck(
 function revealForbidden(): ServiceError {
   return new ServiceError(
     "reveal_forbidden",
-    `Revealing secrets needs the server's ${REVEAL_TOKEN_HEADER} header.`,
+    `Revealing secrets needs a live-run credential in the ${REVEAL_TOKEN_HEADER} header.`,
   );
 }
 

@@ -1,7 +1,7 @@
 /**
  * POST /user-secrets/reveal: plaintext, only to a caller holding both the creator's session and
- * the server's reveal token. A type that cannot be decrypted fails the whole reveal: a live run
- * must not go ahead silently without a key it asked for.
+ * a live-run credential whose scope covers every type asked for. A type that cannot be decrypted
+ * fails the whole reveal: a live run must not go ahead silently without a key it asked for.
  */
 import type { AppConfig } from "../_shared/config/app-config.ts";
 import type { Database } from "../_shared/db/db.ts";
@@ -14,8 +14,15 @@ import type { SecretType } from "../_shared/vault/secret-types.ts";
 import { type KeyFailure, keyFailure, type Keyring } from "../_shared/vault/vault-crypto.ts";
 import type { RevealAnswer } from "./answers.ts";
 import { parseRevealRequest } from "./requests.ts";
-import { revealTokenBucket } from "./reveal-token.ts";
-import { readForReveal, recordRevealFailure, type StoredRow, vaultLimits } from "./vault-store.ts";
+import { presentedCredential } from "./reveal-token.ts";
+import {
+  CredentialRefusal,
+  readForReveal,
+  recordRevealFailure,
+  type StoredRow,
+  vaultLimits,
+} from "./vault-store.ts";
+import { rateLimited } from "../_shared/auth/rate-limit.ts";
 
 interface RevealedSecret {
   secretType: SecretType;
@@ -27,13 +34,16 @@ export interface RevealDeps {
   readonly db: Database;
   readonly keyring: Keyring;
   readonly log: Logger;
-  readonly config: Pick<AppConfig, "rateLimits" | "serverRevealToken">;
+  readonly config: Pick<AppConfig, "rateLimits">;
+  /** The refusal of an unknown, revoked or expired credential (reveal-token.ts). */
+  readonly refuseCredential: (request: Request) => Promise<never>;
 }
 
-/** The reveal itself, behind the reveal token check (reveal-token.ts) and the session's. */
-export function revealRoute({ db, keyring, log, config }: RevealDeps): SessionRoute {
+/** The reveal itself, behind the credential's format check (reveal-token.ts) and the session's. */
+export function revealRoute(
+  { db, keyring, log, config, refuseCredential }: RevealDeps,
+): SessionRoute {
   const limits = vaultLimits(config.rateLimits);
-  const tokenBucket = revealTokenBucket(config.serverRevealToken);
 
   /**
    * Decrypts every row, collecting the ones that cannot be read with why. Nothing is logged here:
@@ -67,19 +77,36 @@ export function revealRoute({ db, keyring, log, config }: RevealDeps): SessionRo
   }
 
   return async function reveal(request, session) {
-    const secretTypes = parseRevealRequest(await readOptionalJson(request));
+    const body = await readOptionalJson(request);
+    const secretTypes = parseRevealRequest(body);
+    // No types named: every type the credential may reveal (its scope narrows it in the statement).
+    const everyType = (body as { secretTypes?: unknown } | undefined)?.secretTypes === undefined;
     // The read and its 'reveal' event are one statement, committed before anything is released
     // (as an audit log records a request before it is answered): no value leaves without the
     // event, and a failed audit, or a session that has ended, reads nothing. The rows are
     // decrypted while the commit is under way; a commit that fails drops what was decrypted.
-    const { revealed, unread } = await readForReveal(
-      db,
-      session,
-      secretTypes,
-      tokenBucket,
-      limits,
-      (rows) => decryptAll(rows, session.userId),
-    );
+    let read: Awaited<ReturnType<typeof decryptAll>>;
+    try {
+      read = await readForReveal(
+        db,
+        session,
+        secretTypes,
+        presentedCredential(request),
+        everyType,
+        limits,
+        (rows) => decryptAll(rows, session.userId),
+      );
+    } catch (error) {
+      if (!(error instanceof CredentialRefusal)) throw error;
+      if (error.outcome === "credential_refused") return await refuseCredential(request);
+      // A credential used for mass reveal (a leaked one): slowed, and the operator told which.
+      log.info("reveal_credential_over_limit", {
+        credential: error.credentialName ?? "legacy",
+        user_id: session.userId,
+      });
+      throw rateLimited(error.retryAfter);
+    }
+    const { revealed, unread } = read;
     if (unread.length > 0) {
       const failed = new Map<KeyFailure, SecretType[]>();
       for (const { row, reason } of unread) {

@@ -22,7 +22,7 @@ export interface VaultLimits {
   readonly writesPerMinute: number;
   /** Reveals per creator. */
   readonly revealsPerMinute: number;
-  /** Reveals per server token, all creators together. */
+  /** Reveals per live-run credential, all creators together. */
   readonly revealsPerTokenPerMinute: number;
 }
 
@@ -50,9 +50,26 @@ export type StoredRow = {
 
 type Outcome = { outcome: string; retry_after: number | null };
 
+/**
+ * A reveal's credential outcome the caller acts on before it becomes an error: an unknown,
+ * revoked or expired credential (counted against the client's budget), or one past its own limit
+ * (logged with its name).
+ */
+export class CredentialRefusal extends Error {
+  constructor(
+    readonly outcome: "credential_refused" | "credential_rate_limited",
+    readonly credentialName: string | null,
+    readonly retryAfter: number,
+  ) {
+    super(outcome);
+    this.name = "CredentialRefusal";
+  }
+}
+
 /** Turns the functions' refusals into the service's errors. */
 function refused(row: Outcome): never {
   if (row.outcome === "rate_limited") throw rateLimited(row.retry_after ?? 1);
+  if (row.outcome === "out_of_scope") throw outOfScope();
   if (row.outcome === "session_revoked") throw sessionEnded();
   if (row.outcome === "vault_locked") throw vaultLocked();
   throw new Error(`unexpected vault outcome ${row.outcome}`);
@@ -67,12 +84,23 @@ function vaultLocked(): ServiceError {
   );
 }
 
+/** A reveal asking for a type outside its credential's scope: nothing read, and recorded. */
+function outOfScope(): ServiceError {
+  return new ServiceError(
+    "reveal_out_of_scope",
+    "This live-run credential may not reveal every type asked for; ask for the types it was " +
+      "created with, or have the operator create a credential for this service that covers them.",
+  );
+}
+
 export type MaskedRow = {
   readonly secret_type: SecretType;
   readonly updated_at: Date;
   readonly hint: string | null;
   /** When a live run last revealed it since it was saved; null if never. */
   readonly last_used_at: Date | null;
+  /** The live-run credential's name on that reveal; null if none named (issue 42). */
+  readonly last_used_by: string | null;
 };
 
 /**
@@ -83,7 +111,7 @@ export type MaskedRow = {
  */
 export async function listSecrets(db: Queryable, session: TokenIdentity): Promise<MaskedRow[]> {
   const rows = await db.query<MaskedRow & { live: boolean }>(
-    `select live, secret_type, updated_at, hint, last_used_at
+    `select live, secret_type, updated_at, hint, last_used_at, last_used_by
        from public.list_user_secrets($1, $2, $3, $4::text[])`,
     [JSON.stringify(session.claims), session.sessionId, session.userId, SECRET_TYPES],
   );
@@ -145,30 +173,43 @@ export async function deleteSecret(
  * 'reveal' event, and handed to `open` as they arrive, while that statement's COMMIT is under way.
  * What `open` makes is returned only once the commit succeeded: nothing made from the rows leaves
  * before the event is durable, and a refusal (an ended session, a limit, a locked vault) throws
- * after its count (and a locked vault's refused-reveal event) was committed.
+ * after its count (and a locked vault's or an out-of-scope reveal's refused-reveal event) was
+ * committed. The live-run credential is checked in the same statement (`credential.hash`, null for
+ * the legacy token); a credential refusal is thrown as a CredentialRefusal. `everyType`: the
+ * request named no types, so `secretTypes` (every type) is narrowed to the credential's scope.
  */
 export function readForReveal<R>(
   db: Database,
   session: TokenIdentity,
   secretTypes: readonly SecretType[],
-  tokenBucket: string,
+  credential: { readonly hash: Uint8Array | null; readonly bucket: string },
+  everyType: boolean,
   limits: VaultLimits,
   open: (rows: StoredRow[]) => Promise<R>,
 ): Promise<R> {
-  return db.queryOverlappingCommit<Outcome & StoredRow, R>({
-    text: `select outcome, secret_type, ciphertext, iv, key_id, updated_at, retry_after
-       from public.reveal_user_secrets($1, $2, $3::text[], $4, $5, $6, $7)`,
+  return db.queryOverlappingCommit<Outcome & StoredRow & { credential_name: string | null }, R>({
+    text: `select outcome, secret_type, ciphertext, iv, key_id, updated_at, retry_after,
+         credential_name
+       from public.reveal_user_secrets($1, $2, $3::text[], $4, $5, $6, $7, $8, $9)`,
     params: [
       session.sessionId,
       session.userId,
       secretTypes,
-      tokenBucket,
+      credential.bucket,
       limits.revealsPerMinute,
       limits.revealsPerTokenPerMinute,
       VAULT_WINDOW_SECONDS,
+      credential.hash,
+      everyType,
     ],
   }, (rows) => {
-    if (rows.length > 0 && rows[0].outcome !== "revealed") refused(rows[0]);
+    const first = rows[0];
+    if (
+      first?.outcome === "credential_refused" || first?.outcome === "credential_rate_limited"
+    ) {
+      throw new CredentialRefusal(first.outcome, first.credential_name, first.retry_after ?? 1);
+    }
+    if (rows.length > 0 && first.outcome !== "revealed") refused(first);
     return open(rows);
   });
 }

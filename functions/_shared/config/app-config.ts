@@ -29,6 +29,10 @@ export interface AppConfig {
   readonly database: DatabaseSettings;
   /** First key encrypts; every key decrypts (rotation). */
   readonly encryptionKeys: readonly EncryptionKeySpec[];
+  /**
+   * The deprecated single reveal token (SERVER_REVEAL_TOKEN): while set, accepted as the live-run
+   * credential named `legacy` with every type; empty when unset (then nothing matches it).
+   */
   readonly serverRevealToken: string;
   /** JWT_SECRET when set: the legacy HS256 secret, and the refresh retries' key (refresh-tokens.ts). */
   readonly jwtSecret: string | null;
@@ -51,7 +55,7 @@ export interface AppConfig {
     readonly vaultWritesPerMinute: number;
     /** Reveals per creator. */
     readonly revealsPerMinute: number;
-    /** Reveals per server reveal token, every creator together. */
+    /** Reveals per live-run credential, every creator together. */
     readonly revealsPerTokenPerMinute: number;
     /** Reveals refused for a missing or wrong reveal token, per client IP (a right one never counts). */
     readonly wrongRevealTokensPerIpPerMinute: number;

@@ -17,6 +17,7 @@ import {
   parseSigningKeys,
   type SessionKeys,
 } from "../auth/session-keys.ts";
+import { isLiveRunCredential } from "../auth/live-run-credential-format.ts";
 import {
   parseChainIds,
   parseChainRpcUrls,
@@ -62,7 +63,6 @@ export const CLIENTS_TO_FILL_A_WALLET_CAP = 10;
 export const REQUIRED_IN_PRODUCTION = [
   "DATABASE_URL (or SUPABASE_DB_URL)",
   "ENCRYPTION_KEYS (or ENCRYPTION_KEY)",
-  "SERVER_REVEAL_TOKEN",
   "JWT_SIGNING_KEYS (or JWT_LEGACY_HS256=sign with JWT_SECRET)",
   "ALLOWED_ORIGINS",
 ] as const;
@@ -112,6 +112,14 @@ export function parseConfig(
         publicKeys(vars, publishableKeys),
       ),
     );
+    if (vars.SERVER_REVEAL_TOKEN !== undefined && isLiveRunCredential(vars.SERVER_REVEAL_TOKEN)) {
+      // As the legacy token it would reveal every type, whatever scope its row was given (and
+      // the local server's development credential would work here).
+      problems.push(
+        "SERVER_REVEAL_TOKEN holds a live-run credential: credentials are rows in the database " +
+          "(deno task credentials:add), each with its own scope",
+      );
+    }
     if (
       vars.ALLOWED_ORIGINS !== undefined && vars.ALLOWED_ORIGINS.split(",").every((o) => !o.trim())
     ) {
@@ -134,7 +142,6 @@ export function parseConfig(
     problems.push(...localStackProblems(vars.APP_ENV, vars));
     // Development and tests get their keys from the local server's dev-key file or the test setup.
     if (encryptionKeys.length === 0) problems.push(NO_KEYRING);
-    if (vars.SERVER_REVEAL_TOKEN === undefined) problems.push("SERVER_REVEAL_TOKEN is not set");
     if (vars.JWT_SIGNING_KEYS === undefined && vars.JWT_LEGACY_HS256 !== "sign") {
       problems.push("JWT_SIGNING_KEYS is not set");
     }
@@ -148,7 +155,8 @@ export function parseConfig(
       (supabaseUrl ? new URL(supabaseUrl).hostname.split(".")[0] : "wallet-vault-local"),
     database,
     encryptionKeys,
-    serverRevealToken: vars.SERVER_REVEAL_TOKEN!,
+    // Live-run credentials are rows (scripts/credentials.ts); this deprecated token is optional.
+    serverRevealToken: vars.SERVER_REVEAL_TOKEN ?? "",
     jwtSecret: vars.JWT_SECRET ?? null,
     sessionKeys: sessionKeys!,
     allowedOrigins,
@@ -353,7 +361,6 @@ function missingInProduction(env: Env, required: readonly Requirement[]): string
   const present: Record<Requirement, boolean> = {
     "DATABASE_URL (or SUPABASE_DB_URL)": databaseUrl(env) !== undefined,
     "ENCRYPTION_KEYS (or ENCRYPTION_KEY)": given("ENCRYPTION_KEYS", "ENCRYPTION_KEY"),
-    SERVER_REVEAL_TOKEN: given("SERVER_REVEAL_TOKEN"),
     "JWT_SIGNING_KEYS (or JWT_LEGACY_HS256=sign with JWT_SECRET)": given("JWT_SIGNING_KEYS") ||
       (env.JWT_LEGACY_HS256?.trim().toLowerCase() === "sign" && given("JWT_SECRET")),
     ALLOWED_ORIGINS: given("ALLOWED_ORIGINS"),

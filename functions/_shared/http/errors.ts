@@ -43,6 +43,7 @@ export const ERROR_STATUS = {
   invalid_value: 400,
   secret_not_found: 404,
   reveal_forbidden: 403,
+  reveal_out_of_scope: 403,
   vault_locked: 423,
   encryption_key_unavailable: 500,
   decryption_failed: 500,

@@ -8,8 +8,8 @@ select plan(17);
 
 select tables_are(
   'public',
-  array['auth_nonces', 'auth_refresh_tokens', 'auth_sessions', 'rate_limit_windows',
-    'secret_events', 'user_secrets', 'wallet_users'],
+  array['auth_nonces', 'auth_refresh_tokens', 'auth_sessions', 'live_run_credentials',
+    'rate_limit_windows', 'secret_events', 'user_secrets', 'wallet_users'],
   'public holds exactly the service''s tables'
 );
 

@@ -57,7 +57,8 @@ select function_privs_are('public', 'list_user_secrets', array['text', 'uuid', '
 select function_privs_are('public', 'act_as_creator', array['text'],
   'service_role', array['EXECUTE'], 'service_role can execute act_as_creator');
 select function_privs_are('public', 'reveal_user_secrets',
-  array['uuid', 'uuid', 'text[]', 'text', 'integer', 'integer', 'integer'],
+  array['uuid', 'uuid', 'text[]', 'text', 'integer', 'integer', 'integer', 'bytea',
+    'boolean'],
   'service_role', array['EXECUTE'], 'service_role can execute reveal_user_secrets');
 
 -- The same, as the roles themselves would try it.
