@@ -177,7 +177,7 @@ Deno.test({
              has_function_privilege('authenticated', 'public.sign_in_with_nonce(text, text, bytea, integer, integer, integer, bigint, bigint, text)', 'execute') as authenticated_sign_in,
              has_function_privilege('authenticated', 'public.hit_rate_limit(text, integer)', 'execute') as authenticated_rate_limit,
              has_function_privilege('authenticated', 'public.put_user_secret(uuid, uuid, text, bytea, bytea, text, text, integer, integer)', 'execute') as authenticated_put,
-             has_function_privilege('authenticated', 'public.reveal_user_secrets(uuid, uuid, text[], text, integer, integer, integer)', 'execute') as authenticated_reveal,
+             has_function_privilege('authenticated', 'public.reveal_user_secrets(uuid, uuid, text[], text, integer, integer, integer, integer)', 'execute') as authenticated_reveal,
              has_table_privilege('authenticated', 'public.user_secrets', 'insert') as authenticated_insert,
              has_table_privilege('authenticated', 'public.user_secrets', 'update') as authenticated_update,
              has_table_privilege('anon', 'public.user_secrets', 'select') as anon_select,

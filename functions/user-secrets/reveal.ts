@@ -27,7 +27,7 @@ export interface RevealDeps {
   readonly db: Database;
   readonly keyring: Keyring;
   readonly log: Logger;
-  readonly config: Pick<AppConfig, "rateLimits" | "serverRevealToken">;
+  readonly config: Pick<AppConfig, "rateLimits" | "serverRevealToken" | "auditRetentionDays">;
 }
 
 /** The reveal itself, behind the reveal token check (reveal-token.ts) and the session's. */
@@ -78,6 +78,7 @@ export function revealRoute({ db, keyring, log, config }: RevealDeps): SessionRo
       secretTypes,
       tokenBucket,
       limits,
+      config.auditRetentionDays,
       (rows) => decryptAll(rows, session.userId),
     );
     if (unread.length > 0) {
@@ -93,7 +94,7 @@ export function revealRoute({ db, keyring, log, config }: RevealDeps): SessionRo
       }
       // Nothing is released, and the trail says so: a second write, on this path only.
       const types = unread.map(({ row }) => row.secret_type);
-      await recordRevealFailure(db, session, types).catch((error) => {
+      await recordRevealFailure(db, session, types, unread[0].row.event_id).catch((error) => {
         // The answer below matters more to the caller; the operator sees this in the logs.
         log.error("reveal_failure_not_recorded", {
           user_id: session.userId,
