@@ -20,10 +20,9 @@ import { connectionLimitsFromEnv, serveWithLimits } from "../server/connection-l
 import { openDatabase } from "../server/database.ts";
 
 export const LIST = `select s.secret_type, s.updated_at, s.hint,
-    (select e.occurred_at from public.secret_events e
-      where e.user_id = s.user_id and e.occurred_at >= s.updated_at
-        and e.action = 'reveal' and s.secret_type = any(e.secret_types)
-      order by e.occurred_at desc limit 1) as last_used_at
+    (select l.revealed_at from public.secret_last_reveals l
+      where l.user_id = s.user_id and l.secret_type = s.secret_type
+        and l.revealed_at >= s.updated_at) as last_used_at
   from public.user_secrets s where s.user_id = $1 order by array_position($2::text[], s.secret_type)`;
 
 // One statement, so one round trip even where nothing is prepared (behind a pooler).

@@ -196,6 +196,22 @@ export function routeScenarios(
   };
 }
 
+/**
+ * A page of creator 0's activity after `cursor` (the first page when null): 50 events, every one
+ * older than the one before.
+ */
+export function activityScenario(url: string, session: Session, cursor: string | null): Scenario {
+  const query = cursor === null ? "" : `?cursor=${cursor}`;
+  return () => ({
+    request: new Request(`${url}/api/secrets/activity${query}`, {
+      headers: { authorization: `Bearer ${session.accessToken}` },
+    }),
+    ok: (status, body) =>
+      status === 200 && body.events?.length === 50 &&
+      body.events.every((e: Body, i: number) => i === 0 || e.at <= body.events[i - 1].at),
+  });
+}
+
 /** Each route's floor on the floor server (bench/floor-server.ts), for user w's rows. */
 export function floorScenarios(url: string, users: readonly string[]): Record<Route, Scenario> {
   const read = (path: string, method: string): Scenario => (w) => ({

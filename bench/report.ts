@@ -3,9 +3,9 @@
  * the file named as the first argument), then formatted so `deno fmt --check` stays clean.
  */
 import { ROUTES } from "./measure.ts";
-import type { Results } from "./results.ts";
+import { type Results, TRAIL_ROUTES } from "./results.ts";
 import type { Spread } from "./support.ts";
-import { COLD_START_TARGET, ROUTE_TARGETS } from "./targets.ts";
+import { COLD_START_TARGET, ROUTE_TARGETS, TRAIL_TARGET } from "./targets.ts";
 
 type RouteRow = Results["routes"][number];
 
@@ -122,6 +122,7 @@ export function renderReadme(results: Results): string {
       table(["engine", "creators", ...routes], [...rows.values()]),
     );
   }
+  out.push(...trailSection(results));
   if (meta.skipped.length > 0) {
     out.push(
       "",
@@ -131,6 +132,39 @@ export function renderReadme(results: Results): string {
     );
   }
   return out.join("\n") + "\n";
+}
+
+/** Trail growth: one row per engine and trail length, the list against itself at 0 events. */
+function trailSection(results: Results): string[] {
+  const trail = results.trail ?? [];
+  if (trail.length === 0) return [];
+  const p50 = (engine: string, events: number, route: string) =>
+    trail.find((t) => t.engine === engine && t.events === events && t.route === route);
+  const steps = [...new Map(trail.map((t) => [`${t.engine} ${t.events}`, t])).values()];
+  const rows = steps.map(({ engine, events }) => {
+    const cells = Object.keys(TRAIL_ROUTES).map((route) => {
+      const t = p50(engine, events, route);
+      return t === undefined
+        ? "—"
+        : show(t.p50Ms) + (t.errors > 0 ? ` (**${t.errors} errors**)` : "");
+    });
+    const [list, empty] = [p50(engine, events, "list"), p50(engine, 0, "list")];
+    const ratio = list?.p50Ms && empty?.p50Ms ? list.p50Ms[0] / empty.p50Ms[0] : null;
+    const met = ratio === null || events === 0
+      ? "—"
+      : `${ratio.toFixed(2)}× ${ratio <= TRAIL_TARGET ? "yes" : "**no**"} (≤ ${TRAIL_TARGET}×)`;
+    return [engine, events.toLocaleString("en"), ...cells, met];
+  });
+  return [
+    "",
+    "## Trail growth",
+    "",
+    `p50 in ms at concurrency 1 for one creator with that many reveal events of its own and as ` +
+    `many of other creators', seeded in bulk (${results.meta.growthMs} ms per route); the list's ` +
+    `median against its own at 0 events.`,
+    "",
+    table(["engine", "events", ...Object.values(TRAIL_ROUTES), "list ÷ list at 0"], rows),
+  ];
 }
 
 if (import.meta.main) {

@@ -25,9 +25,27 @@ export type GrowthRun = {
   p50Ms: number;
   errors: number;
 };
+/** What the trail growth times: the masked list, a page inside the activity, a reveal. */
+export const TRAIL_ROUTES = {
+  list: "GET /api/secrets (7 stored)",
+  activity: "GET /api/secrets/activity (a page inside the trail)",
+  reveal: "POST /api/secrets/reveal (all 7)",
+} as const;
+export type TrailRoute = keyof typeof TRAIL_ROUTES;
+
+/** One creator's p50 with `events` reveal events of its own (and as many of others'). */
+export type TrailRun = {
+  engine: string;
+  events: number;
+  route: TrailRoute;
+  p50Ms: number;
+  errors: number;
+};
 export type ColdStartRun = { hello: number; functions: Record<string, number> };
 
-export interface Results extends ReturnType<typeof summarize> {
+export interface Results extends Omit<ReturnType<typeof summarize>, "trail"> {
+  /** Absent from results written before the trail was measured. */
+  trail?: ReturnType<typeof summarize>["trail"];
   meta: {
     date: string;
     commit: string;
@@ -66,6 +84,7 @@ export function summarize(
   routes: readonly RouteRun[],
   growth: readonly GrowthRun[],
   cold: { runtime: string; runs: readonly ColdStartRun[] } | null,
+  trail: readonly TrailRun[] = [],
 ) {
   return {
     routes: groups(routes, (r) => `${r.engine}/${r.route}`).map((runs) => ({
@@ -93,6 +112,13 @@ export function summarize(
       route: runs[0].route,
       p50Ms: spread(runs.map((g) => g.p50Ms)),
       errors: sum(runs, (g) => g.errors),
+    })),
+    trail: groups(trail, (t) => `${t.engine}/${t.events}/${t.route}`).map((runs) => ({
+      engine: runs[0].engine,
+      events: runs[0].events,
+      route: runs[0].route,
+      p50Ms: spread(runs.map((t) => t.p50Ms)),
+      errors: sum(runs, (t) => t.errors),
     })),
   };
 }

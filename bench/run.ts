@@ -5,7 +5,8 @@
  * `deno task bench:report` generates bench/README.md. docs/performance.md explains how to read it.
  *
  * Knobs: BENCH_RUNS (3), BENCH_CONCURRENCY (8), BENCH_DURATION_MS (3000), BENCH_SINGLE_MS (1500),
- * BENCH_GROWTH (1,1000,100000; empty for none), BENCH_GROWTH_MS (2000), BENCH_COLD_STARTS (9),
+ * BENCH_GROWTH (1,1000,100000; empty for none), BENCH_GROWTH_MS (2000), BENCH_TRAIL (reveal events
+ * of one creator after 0: 100000,1000000; empty for none), BENCH_COLD_STARTS (9),
  * BENCH_ENGINES (postgres,pglite,deployed), BENCH_OUT.
  */
 import { recoverPersonalSigner } from "../functions/_shared/auth/eth.ts";
@@ -13,9 +14,10 @@ import { findOlderDeno, OLDER_DENO_VERSION, type OlderDeno } from "../tests/supp
 import { commandOutput } from "../tests/support/command-output.ts";
 import { coldStarts } from "./cold-start.ts";
 import { type Engine, ENGINE_NAMES, engines, functionEnv } from "./engines.ts";
-import { creators, floorScenarios, type Load, proofPool, proofsFor } from "./measure.ts";
+import { activityScenario, creators, floorScenarios, type Load } from "./measure.ts";
+import { proofPool, proofsFor } from "./measure.ts";
 import { type Route, ROUTE_NAMES, routeScenarios, runInTurns } from "./measure.ts";
-import type { ColdStartRun, GrowthRun, Results, RouteRun } from "./results.ts";
+import type { ColdStartRun, GrowthRun, Results, RouteRun, TrailRun } from "./results.ts";
 import { summarize } from "./results.ts";
 import {
   benchCredential,
@@ -24,8 +26,11 @@ import {
   newAccount,
   ROOT,
   seedCreatorsSql,
+  seedTrailSql,
   serverEnv,
+  trailBlockStart,
 } from "./support.ts";
+import { encodeCursor } from "../functions/user-secrets/account-store.ts";
 import type { ServerProcess } from "./support.ts";
 
 /** Positive integers from the environment; a bad value stops the run, naming the variable. */
@@ -47,6 +52,7 @@ const SETTINGS = {
 };
 const { runs: RUNS, concurrency: CONCURRENCY, growthMs: GROWTH_MS } = SETTINGS;
 const GROWTH = knob("BENCH_GROWTH", "1,1000,100000", true);
+const TRAIL = knob("BENCH_TRAIL", "100000,1000000", true);
 const [COLD_STARTS] = knob("BENCH_COLD_STARTS", "9");
 const OUT = Deno.env.get("BENCH_OUT") ?? "bench/results/latest.json";
 const WANTED = (Deno.env.get("BENCH_ENGINES") ?? ENGINE_NAMES.join(",")).split(",");
@@ -75,6 +81,7 @@ function recoveryMs() {
 const pair = (route: number, floor: number) => ({ route, floor, ratio: route / floor });
 const routeRuns: RouteRun[] = [];
 const growthRuns: GrowthRun[] = [];
+const trailRuns: TrailRun[] = [];
 const coldRuns: ColdStartRun[] = [];
 let runtime: OlderDeno | null = null;
 
@@ -199,6 +206,64 @@ async function growth(engine: Engine) {
   }
 }
 
+/**
+ * GET, a page of activity and reveal at concurrency 1 for one creator whose trail grows: 0, then
+ * each BENCH_TRAIL count of its own reveal events (and as many of others'), seeded in bulk. The page
+ * is the one after the middle of the latest seeded block (at 0, the one after the first page).
+ */
+async function trail(engine: Engine) {
+  const db = await engine.createDatabase();
+  const keys = serverEnv();
+  let server: ServerProcess | null = null;
+  try {
+    server = await engine.startServer(db, keys);
+    const [creator] = await creators(server.url, 1);
+    const scenarios = (url: string) => routeScenarios(url, keys.SERVER_REVEAL_TOKEN, [creator], []);
+    // The creator's own activity at 0: its saves, and enough reveals for a full second page.
+    for (let i = 0; i < 120; i++) {
+      const { request, ok } = scenarios(server.url).reveal(0, i)!;
+      const response = await fetch(request);
+      if (!ok(response.status, await response.json())) throw new Error("a reveal failed");
+    }
+    const first = await fetch(`${server.url}/api/secrets/activity`, {
+      headers: { authorization: `Bearer ${creator.accessToken}` },
+    });
+    let cursor: string | null = (await first.json()).nextCursor;
+    let seeded = 0;
+    for (const [step, events] of [0, ...TRAIL].entries()) {
+      if (events > seeded) {
+        if (engine.exclusive) await server.stop();
+        await db.sql(seedTrailSql(creator.userId, seeded, events, step));
+        if (engine.exclusive) server = await engine.startServer(db, keys);
+        cursor = encodeCursor(String(trailBlockStart(step) + Math.floor((events - seeded) / 2)));
+        seeded = events;
+      }
+      const routes = {
+        list: scenarios(server.url).list,
+        activity: activityScenario(server.url, creator, cursor),
+        reveal: scenarios(server.url).reveal,
+      };
+      for (const [route, scenario] of Object.entries(routes)) {
+        const [{ p50Ms, errors }] = await runInTurns(1, GROWTH_MS, [{
+          what: `${engine.name} ${route} with ${events} events`,
+          scenario,
+          warmupMs: warmupMs(GROWTH_MS),
+        }]);
+        trailRuns.push({
+          engine: engine.name,
+          events,
+          route: route as TrailRun["route"],
+          p50Ms,
+          errors,
+        });
+      }
+    }
+  } finally {
+    await server?.stop();
+    await db.drop();
+  }
+}
+
 const started = performance.now();
 const loadAverage = () => Deno.loadavg().map((load) => Number(load.toFixed(2)));
 const loadAtStart = loadAverage();
@@ -214,6 +279,7 @@ for (let run = 1; run <= RUNS; run++) {
   for (const engine of available) {
     await benchEngine(engine);
     if (GROWTH.length > 0) await growth(engine);
+    if (TRAIL.length > 0) await trail(engine);
   }
 }
 
@@ -233,7 +299,12 @@ const results: Results = {
     engines: available.map((engine) => ({ name: engine.name, targeted: engine.targeted })),
     skipped,
   },
-  ...summarize(routeRuns, growthRuns, runtime && { runtime: OLDER_DENO_VERSION, runs: coldRuns }),
+  ...summarize(
+    routeRuns,
+    growthRuns,
+    runtime && { runtime: OLDER_DENO_VERSION, runs: coldRuns },
+    trailRuns,
+  ),
 };
 const out = new URL(OUT, ROOT);
 await Deno.mkdir(new URL(".", out), { recursive: true });

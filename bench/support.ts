@@ -199,6 +199,44 @@ export function seedCreatorsSql(from: number, to: number): string {
     checkpoint;`;
 }
 
+/**
+ * The id of the first event seedTrailSql(…, step) writes: each step's block starts far above
+ * every id before it, so the bench knows which events are where (the sequence resumes after it).
+ */
+export const trailBlockStart = (step: number) => (step + 1) * 10_000_000_000;
+
+/**
+ * `to - from` reveal events of `userId` (each naming all seven types, older than the ones before,
+ * two seconds apart, well within the default retention), and as many of 1,000 other creators', in
+ * bulk from id trailBlockStart(step). Triggers are off, so each key's last use is noted after.
+ */
+export function seedTrailSql(userId: string, from: number, to: number, step: number): string {
+  const start = trailBlockStart(step);
+  const types = `array[${SECRET_TYPES.map((type) => `'${type}'`).join(", ")}]`;
+  const other = `('00000000-0000-4000-9000-' || lpad(to_hex(g % 1000), 12, '0'))::uuid`;
+  return `
+    set session_replication_role = replica;
+    set statement_timeout = 0;
+    insert into public.secret_events (id, user_id, secret_types, action, occurred_at)
+      overriding system value
+      select ${start} + g - ${from}, '${userId}', ${types}, 'reveal', now() - make_interval(secs => 2 * g)
+        from generate_series(${from}, ${to} - 1) g;
+    insert into public.secret_events (id, user_id, secret_types, action, occurred_at)
+      overriding system value
+      select ${start} + ${to} + g - ${2 * from}, ${other}, array['provider_b_key'], 'reveal',
+             now() - make_interval(secs => 2 * g)
+        from generate_series(${from}, ${to} - 1) g;
+    select setval(pg_get_serial_sequence('public.secret_events', 'id'), ${start} + 2 * ${
+    to - from
+  });
+    insert into public.secret_last_reveals (user_id, secret_type, revealed_at, event_id)
+      select '${userId}', t, now(), ${start} from unnest(${types}) t
+    on conflict do nothing;
+    set session_replication_role = origin;
+    analyze;
+    checkpoint;`;
+}
+
 export type Session = Awaited<ReturnType<typeof signIn>>;
 
 export const newAccount = () => privateKeyToAccount(generatePrivateKey());

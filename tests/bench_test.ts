@@ -183,6 +183,30 @@ Deno.test("a target is met by the median ratio alone, and a row with errors, its
   }
 });
 
+Deno.test("the trail's growth rows hold the list at each length to its own p50 at 0 events", () => {
+  const row = (events: number, route: "list" | "activity" | "reveal", p50: number, errors = 0) => ({
+    engine: "postgres",
+    events,
+    route,
+    p50Ms: spread(p50),
+    errors,
+  });
+  const text = renderReadme(benchResults([], {
+    trail: [
+      row(0, "list", 1),
+      row(0, "activity", 2),
+      row(0, "reveal", 3),
+      row(100_000, "list", 1.1),
+      row(100_000, "activity", 2),
+      row(100_000, "reveal", 3, 4),
+      row(1_000_000, "list", 1.5),
+    ],
+  }));
+  assert.match(text, /\| postgres \|\s+0 \|\s+1\.00 \|\s+2\.00 \|\s+3\.00 \|\s+— \|/);
+  assert.match(text, /\| 100,000 \|[^\n]*3\.00 \(\*\*4 errors\*\*\) \| 1\.10× yes \(≤ 1\.2×\) \|/);
+  assert.match(text, /\| 1,000,000 \|\s+1\.50 \|\s+— \|\s+— \| 1\.50× \*\*no\*\* \(≤ 1\.2×\) \|/);
+});
+
 /** `text` as `deno fmt` writes Markdown. */
 async function formatted(text: string): Promise<string> {
   const child = new Deno.Command(Deno.execPath(), {
@@ -219,6 +243,7 @@ async function smokeRun(env: Record<string, string>): Promise<Results> {
         BENCH_SINGLE_MS: "200",
         BENCH_GROWTH: "1,20",
         BENCH_GROWTH_MS: "200",
+        BENCH_TRAIL: "200",
         BENCH_COLD_STARTS: "1",
         BENCH_OUT: out,
         ...env,
@@ -233,7 +258,9 @@ async function smokeRun(env: Record<string, string>): Promise<Results> {
   }
 }
 
-/** Every route and growth step of `engine` was measured, and every answer passed its check. */
+/**
+ * Every route, growth and trail step of `engine` was measured, and every answer passed its check.
+ */
 function assertEveryCheckPassed(results: Results, engine: string) {
   const rows = results.routes.filter((row) => row.engine === engine);
   assert.deepEqual(rows.map((row) => row.route), [
@@ -255,6 +282,15 @@ function assertEveryCheckPassed(results: Results, engine: string) {
     "20 list 0",
     "20 put 0",
     "20 wallet-proof 0",
+  ]);
+  const trail = (results.trail ?? []).filter((t) => t.engine === engine);
+  assert.deepEqual(trail.map((t) => `${t.events} ${t.route} ${t.errors}`), [
+    "0 list 0",
+    "0 activity 0",
+    "0 reveal 0",
+    "200 list 0",
+    "200 activity 0",
+    "200 reveal 0",
   ]);
 }
 

@@ -563,6 +563,7 @@ const INTEGER_BOUNDS: Record<string, readonly [number, number]> = {
   RATE_LIMIT_REVEALS_PER_MINUTE: [1, 1_000_000],
   RATE_LIMIT_REVEALS_PER_TOKEN_PER_MINUTE: [1, 1_000_000],
   RATE_LIMIT_WRONG_REVEAL_TOKENS_PER_MINUTE: [1, 1_000_000],
+  AUDIT_RETENTION_DAYS: [1, 36_500],
   CLIENT_IP_TRUSTED_HOPS: [1, 10],
   RATE_LIMIT_RPC_PER_MINUTE: [1, 1_000_000],
   RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE: [1, 1_000_000],
@@ -582,7 +583,8 @@ Deno.test("every integer setting refuses a non-integer, a negative and one past 
   const integers = Object.entries(ENV_VARS).filter(([, spec]) => spec.kind === "integer");
   assert.deepEqual(integers.map(([name]) => name).sort(), Object.keys(INTEGER_BOUNDS).sort());
   for (const [name, [min, max]] of Object.entries(INTEGER_BOUNDS)) {
-    const range = `${name}: must be an integer from ${min} to ${max}`;
+    const or = name === "AUDIT_RETENTION_DAYS" ? ", or forever" : "";
+    const range = `${name}: must be an integer from ${min} to ${max}${or}`;
     const tooLow = name === "ACCESS_TOKEN_TTL_SECONDS"
       ? `${name}: ${ACCESS_TOKEN_TOO_SHORT}`
       : range;

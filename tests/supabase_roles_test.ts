@@ -183,7 +183,7 @@ Deno.test({
              has_function_privilege('authenticated', 'public.sign_in_with_nonce(text, text, bytea, integer, integer, integer, bigint, bigint, text)', 'execute') as authenticated_sign_in,
              has_function_privilege('authenticated', 'public.hit_rate_limit(text, integer)', 'execute') as authenticated_rate_limit,
              has_function_privilege('authenticated', 'public.put_user_secret(uuid, uuid, text, bytea, bytea, text, text, integer, integer)', 'execute') as authenticated_put,
-             has_function_privilege('authenticated', 'public.reveal_user_secrets(uuid, uuid, text[], text, integer, integer, integer, bytea, boolean)', 'execute') as authenticated_reveal,
+             has_function_privilege('authenticated', 'public.reveal_user_secrets(uuid, uuid, text[], text, integer, integer, integer, bytea, boolean, integer)', 'execute') as authenticated_reveal,
              has_table_privilege('authenticated', 'public.live_run_credentials', 'select') as authenticated_credentials,
              has_table_privilege('anon', 'public.live_run_credentials', 'select') as anon_credentials,
              has_table_privilege('authenticated', 'public.user_secrets', 'insert') as authenticated_insert,

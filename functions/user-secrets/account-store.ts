@@ -43,7 +43,7 @@ const CURSOR_PREFIX = "evt:";
 const CURSOR = /^[0-9a-f]{10,46}$/;
 
 /** The cursor naming event `id` (the id's digits, wrapped). */
-function encodeCursor(id: string): string {
+export function encodeCursor(id: string): string {
   return toHex(new TextEncoder().encode(`${CURSOR_PREFIX}${id}`));
 }
 

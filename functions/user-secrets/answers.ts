@@ -21,7 +21,8 @@ export const maskedSecret = answerSchema("MaskedSecret", "A stored secret withou
   ).optional(),
   lastUsedAt: described(
     z.iso.datetime().nullable(),
-    "When a live run last revealed this value (since it was saved); null if never.",
+    "When a live run last released this value (since it was saved; a reveal whose decryption " +
+      "failed does not count); null if never. Outlives the audit trail's retention.",
   ),
   lastUsedBy: described(
     z.string(),

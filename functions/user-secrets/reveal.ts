@@ -34,7 +34,7 @@ export interface RevealDeps {
   readonly db: Database;
   readonly keyring: Keyring;
   readonly log: Logger;
-  readonly config: Pick<AppConfig, "rateLimits">;
+  readonly config: Pick<AppConfig, "rateLimits" | "auditRetentionDays">;
   /** The refusal of an unknown, revoked or expired credential (reveal-token.ts). */
   readonly refuseCredential: (request: Request) => Promise<never>;
 }
@@ -94,6 +94,7 @@ export function revealRoute(
         presentedCredential(request),
         everyType,
         limits,
+        config.auditRetentionDays,
         (rows) => decryptAll(rows, session.userId),
       );
     } catch (error) {
@@ -120,7 +121,7 @@ export function revealRoute(
       }
       // Nothing is released, and the trail says so: a second write, on this path only.
       const types = unread.map(({ row }) => row.secret_type);
-      await recordRevealFailure(db, session, types).catch((error) => {
+      await recordRevealFailure(db, session, types, unread[0].row.event_id).catch((error) => {
         // The answer below matters more to the caller; the operator sees this in the logs.
         log.error("reveal_failure_not_recorded", {
           user_id: session.userId,

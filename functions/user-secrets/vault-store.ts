@@ -46,6 +46,8 @@ export type StoredRow = {
   readonly iv: Uint8Array;
   readonly key_id: string;
   readonly updated_at: Date;
+  /** The reveal's event, as digits: what a decryption failure takes back (recordRevealFailure). */
+  readonly event_id: string;
 };
 
 type Outcome = { outcome: string; retry_after: number | null };
@@ -97,7 +99,10 @@ export type MaskedRow = {
   readonly secret_type: SecretType;
   readonly updated_at: Date;
   readonly hint: string | null;
-  /** When a live run last revealed it since it was saved; null if never. */
+  /**
+   * When a live run last released it since it was saved (a reveal that then failed to decrypt does
+   * not count); null if never. Kept beside the trail, so it outlives the trail's retention.
+   */
   readonly last_used_at: Date | null;
   /** The live-run credential's name on that reveal; null if none named (issue 42). */
   readonly last_used_by: string | null;
@@ -185,12 +190,13 @@ export function readForReveal<R>(
   credential: { readonly hash: Uint8Array | null; readonly bucket: string },
   everyType: boolean,
   limits: VaultLimits,
+  retentionDays: number | null,
   open: (rows: StoredRow[]) => Promise<R>,
 ): Promise<R> {
   return db.queryOverlappingCommit<Outcome & StoredRow & { credential_name: string | null }, R>({
     text: `select outcome, secret_type, ciphertext, iv, key_id, updated_at, retry_after,
-         credential_name
-       from public.reveal_user_secrets($1, $2, $3::text[], $4, $5, $6, $7, $8, $9)`,
+         credential_name, event_id::text as event_id
+       from public.reveal_user_secrets($1, $2, $3::text[], $4, $5, $6, $7, $8, $9, $10)`,
     params: [
       session.sessionId,
       session.userId,
@@ -201,6 +207,7 @@ export function readForReveal<R>(
       VAULT_WINDOW_SECONDS,
       credential.hash,
       everyType,
+      retentionDays,
     ],
   }, (rows) => {
     const first = rows[0];
@@ -214,16 +221,21 @@ export function readForReveal<R>(
   });
 }
 
-/** Records the types a recorded reveal then failed to decrypt (a second write, on failure only). */
+/**
+ * Records the types a recorded reveal (`revealEventId`) then failed to decrypt, and takes that
+ * reveal back from its keys' last use: it released nothing (a second write, on failure only).
+ */
 export async function recordRevealFailure(
   db: Queryable,
   session: TokenIdentity,
   secretTypes: readonly SecretType[],
+  revealEventId: string,
 ): Promise<void> {
-  await db.query("select public.record_reveal_failure($1, $2, $3::text[])", [
+  await db.query("select public.record_reveal_failure($1, $2, $3::text[], $4::bigint)", [
     session.sessionId,
     session.userId,
     secretTypes,
+    revealEventId,
   ]);
 }
 

@@ -38,27 +38,83 @@ alter table public.secret_events add constraint secret_events_reason_check
   check (reason is null or (action = 'reveal_refused' and reason in ('vault_locked',
     'out_of_scope')));
 
--- The reveal of 20261126100500_vault.sql, with the live-run credential checked in the same
--- statement (issue 42: the lines marked "credential"). `credential_hash` is the SHA-256 of the
--- presented credential; null (the default, which the calls written before credentials make) only
--- when the caller matched the deprecated SERVER_REVEAL_TOKEN itself, which reveals every type and
--- names no credential in its events (they read as every event before credentials did).
--- `every_type`: the request named no types, so `secret_types` is every type and the reveal asks
--- for those the credential may reveal. Outcomes added: 'credential_refused'
--- (unknown, revoked or expired: nothing counted, read or recorded here; the caller counts it
--- against the client's budget), 'out_of_scope' (within the creator's limit, recorded as a refused
--- reveal naming the types asked for), 'credential_rate_limited' (past the credential's own
--- limit). Every row carries the credential's name (null for the legacy token), for the caller's
--- logs.
-drop function public.reveal_user_secrets(uuid, uuid, text[], text, integer, integer, integer);
+-- Each key's last release names its credential too, so the list can say by whom; a reveal taken
+-- back after a failed decryption restores the name with the time.
+alter table public.secret_last_reveals add column credential_name text,
+  add column previous_credential_name text;
+grant select (credential_name) on public.secret_last_reveals to authenticated;
+
+create or replace function public.note_last_reveal() returns trigger
+  language plpgsql security definer set search_path = pg_catalog, pg_temp
+  as $$
+  begin
+    insert into public.secret_last_reveals as l
+        (user_id, secret_type, revealed_at, event_id, credential_name)
+      select new.user_id, t.secret_type, new.occurred_at, new.id, new.credential_name
+        from unnest(new.secret_types) as t (secret_type)
+       where exists (select 1 from public.wallet_users u where u.id = new.user_id)
+    on conflict (user_id, secret_type) do update
+      set previous_revealed_at = l.revealed_at, previous_event_id = l.event_id,
+          previous_credential_name = l.credential_name,
+          revealed_at = excluded.revealed_at, event_id = excluded.event_id,
+          credential_name = excluded.credential_name
+      where l.revealed_at is null or l.revealed_at <= excluded.revealed_at;
+    return null;
+  end
+  $$;
+
+create or replace function public.record_reveal_failure(
+  session_id uuid, user_id uuid, secret_types text[], reveal_event_id bigint
+)
+  returns integer
+  language sql security definer set search_path = pg_catalog, pg_temp
+  as $$
+    with recorded as (
+      insert into public.secret_events (user_id, secret_types, action)
+        select s.user_id, record_reveal_failure.secret_types, 'reveal_failed'
+          from public.auth_sessions s
+         where s.id = record_reveal_failure.session_id
+           and s.user_id = record_reveal_failure.user_id
+           and cardinality(record_reveal_failure.secret_types) > 0
+      returning user_id
+    ), taken_back as (
+      update public.secret_last_reveals l
+         set revealed_at = case when l.event_id = record_reveal_failure.reveal_event_id
+               then l.previous_revealed_at else l.revealed_at end,
+             credential_name = case when l.event_id = record_reveal_failure.reveal_event_id
+               then l.previous_credential_name else l.credential_name end,
+             event_id = case when l.event_id = record_reveal_failure.reveal_event_id
+               then l.previous_event_id else l.event_id end,
+             previous_revealed_at = null, previous_event_id = null,
+             previous_credential_name = null
+        from recorded r
+       where l.user_id = r.user_id
+         and record_reveal_failure.reveal_event_id in (l.event_id, l.previous_event_id)
+    )
+    select count(*)::integer from recorded
+  $$;
+
+-- The reveal of 20261129110100_reveal_retention.sql, with the live-run credential checked in the
+-- same statement (the lines marked "credential"). `credential_hash` is the SHA-256 of the
+-- presented credential; null only when the caller matched the deprecated SERVER_REVEAL_TOKEN
+-- itself, which reveals every type and names no credential in its events (they read as every
+-- event before credentials did). `every_type`: the request named no types, so `secret_types` is
+-- every type and the reveal asks for those the credential may reveal. Outcomes added:
+-- 'credential_refused' (unknown, revoked or expired: nothing counted, read or recorded here; the
+-- caller counts it against the client's budget), 'out_of_scope' (within the creator's limit,
+-- recorded as a refused reveal naming the types asked for), 'credential_rate_limited' (past the
+-- credential's own limit). Every row carries the credential's name (null for the legacy token),
+-- for the caller's logs, and, when revealed, the reveal event's id.
+drop function public.reveal_user_secrets(uuid, uuid, text[], text, integer, integer, integer,
+  integer);
 create function public.reveal_user_secrets(
   session_id uuid, user_id uuid, secret_types text[], token_bucket text, creator_limit integer,
   token_limit integer, window_seconds integer, credential_hash bytea default null,
-  every_type boolean default false
+  every_type boolean default false, retention_days integer default null
 )
   returns table (
     outcome text, secret_type text, ciphertext bytea, iv bytea, key_id text, updated_at timestamptz,
-    retry_after integer, credential_name text
+    retry_after integer, credential_name text, event_id bigint
   )
   language plpgsql security definer set search_path = pg_catalog, pg_temp
   as $$
@@ -78,7 +134,7 @@ create function public.reveal_user_secrets(
          and (c.expires_at is null or c.expires_at > now());
       if not found then
         return query select 'credential_refused'::text, null::text, null::bytea, null::bytea,
-          null::text, null::timestamptz, null::integer, null::text;
+          null::text, null::timestamptz, null::integer, null::text, null::bigint;
         return;
       end if;
       if reveal_user_secrets.every_type then
@@ -90,10 +146,10 @@ create function public.reveal_user_secrets(
     select u.reveals_locked_at is not null into locked
       from public.auth_sessions s join public.wallet_users u on u.id = s.user_id
      where s.id = reveal_user_secrets.session_id and s.user_id = reveal_user_secrets.user_id
-       and s.revoked_at is null and s.expires_at > now();
+       and public.auth_session_is_live(s.revoked_at, s.expires_at);
     if not found then
       return query select 'session_revoked'::text, null::text, null::bytea, null::bytea, null::text,
-        null::timestamptz, null::integer, credential;
+        null::timestamptz, null::integer, credential, null::bigint;
       return;
     end if;
     select * into attempt from public.hit_rate_limit(
@@ -104,7 +160,7 @@ create function public.reveal_user_secrets(
           values (reveal_user_secrets.user_id, reveal_user_secrets.secret_types, 'reveal_refused',
             'vault_locked', credential);
         return query select 'vault_locked'::text, null::text, null::bytea, null::bytea, null::text,
-          null::timestamptz, null::integer, credential;
+          null::timestamptz, null::integer, credential, null::bigint;
         return;
       end if;
       -- credential: a type outside its scope refuses the whole reveal, and the trail says so
@@ -113,7 +169,7 @@ create function public.reveal_user_secrets(
           values (reveal_user_secrets.user_id, reveal_user_secrets.secret_types, 'reveal_refused',
             'out_of_scope', credential);
         return query select 'out_of_scope'::text, null::text, null::bytea, null::bytea,
-          null::text, null::timestamptz, null::integer, credential;
+          null::text, null::timestamptz, null::integer, credential, null::bigint;
         return;
       end if;
       select * into attempt from public.hit_rate_limit(
@@ -131,25 +187,30 @@ create function public.reveal_user_secrets(
             insert into public.secret_events (user_id, secret_types, action, credential_name)
               select r.user_id, array_agg(r.secret_type order by r.position), 'reveal', credential
                 from revealed r group by r.user_id
+            returning id
           )
           select 'revealed'::text, r.secret_type, r.ciphertext, r.iv, r.key_id, r.updated_at,
-                 null::integer, credential
+                 null::integer, credential, (select a.id from audited a)
             from revealed r order by r.position;
+        -- The trail's growth pays for its own expiry, a few rows at a time.
+        if reveal_user_secrets.retention_days is not null then
+          perform public.expire_secret_events(reveal_user_secrets.retention_days);
+        end if;
         return;
       end if;
       -- credential: past its own limit (a leaked one used for mass reveal), told apart for the log
       return query select 'credential_rate_limited'::text, null::text, null::bytea, null::bytea,
-        null::text, null::timestamptz, greatest(1, attempt.retry_after), credential;
+        null::text, null::timestamptz, greatest(1, attempt.retry_after), credential, null::bigint;
       return;
     end if;
     return query select 'rate_limited'::text, null::text, null::bytea, null::bytea, null::text,
-      null::timestamptz, greatest(1, attempt.retry_after), credential;
+      null::timestamptz, greatest(1, attempt.retry_after), credential, null::bigint;
   end
   $$;
 
--- The masked list of 20261126100500_vault.sql, with the credential of each secret's last use
--- (issue 42: the lines marked "credential"): the name on the latest reveal naming it since it was
--- saved; null if never used, or last used by the legacy token or before credentials.
+-- The masked list of 20261129110000_last_reveals.sql, with the credential of each secret's last
+-- release: the name on its secret_last_reveals row (null if never used, or last used by the legacy
+-- token or before credentials).
 drop function public.list_user_secrets(text, uuid, uuid, text[]);
 create function public.list_user_secrets(
   claims text, session_id uuid, user_id uuid, secret_types text[]
@@ -164,39 +225,11 @@ create function public.list_user_secrets(
     caller text := public.act_as_creator(list_user_secrets.claims);
   begin
     return query
-      with recursive revealed_lists as (
-        (select e.secret_types from public.secret_events e
-          where e.user_id = list_user_secrets.user_id and e.action = 'reveal'
-          order by e.secret_types limit 1)
-        union all
-        select (select e.secret_types from public.secret_events e
-                 where e.user_id = list_user_secrets.user_id and e.action = 'reveal'
-                   and e.secret_types > r.secret_types
-                 order by e.secret_types limit 1)
-          from revealed_lists r where r.secret_types is not null
-      ), last_reveals as materialized (
-        select r.secret_types,
-               (select max(e.occurred_at) from public.secret_events e
-                 where e.user_id = list_user_secrets.user_id and e.action = 'reveal'
-                   and e.secret_types = r.secret_types) as occurred_at
-          from revealed_lists r where r.secret_types is not null
-      ), named_reveals as materialized (
-        -- credential: the name on each list's latest reveal, found by its creator and time
-        select l.secret_types, l.occurred_at,
-               (select e.credential_name from public.secret_events e
-                 where e.user_id = list_user_secrets.user_id and e.action = 'reveal'
-                   and e.secret_types = l.secret_types and e.occurred_at = l.occurred_at
-                 order by e.id desc limit 1) as credential_name
-          from last_reveals l
-      )
-      select true, s.secret_type, s.updated_at, s.hint,
-             (select max(l.occurred_at) from last_reveals l
-               where s.secret_type = any(l.secret_types) and l.occurred_at >= s.updated_at),
-             -- credential: who made that last use
-             (select n.credential_name from named_reveals n
-               where s.secret_type = any(n.secret_types) and n.occurred_at >= s.updated_at
-               order by n.occurred_at desc limit 1)
+      select true, s.secret_type, s.updated_at, s.hint, l.revealed_at, l.credential_name
         from public.user_secrets s
+        left join public.secret_last_reveals l
+          on l.user_id = s.user_id and l.secret_type = s.secret_type
+         and l.revealed_at >= s.updated_at
        where s.user_id = list_user_secrets.user_id
        order by array_position(list_user_secrets.secret_types, s.secret_type);
     if found then
@@ -210,8 +243,9 @@ create function public.list_user_secrets(
   end
   $$;
 
--- The trail's page of 20261126100600_audit.sql, with each event's credential name (issue 42: the
--- column marked "credential"); null for events no credential made.
+
+-- The trail's page of 20261129110200_activity_pages.sql, with each event's credential name; null
+-- for events no credential made.
 drop function public.list_secret_events(text, uuid, uuid, bigint, integer);
 create function public.list_secret_events(
   claims text, session_id uuid, user_id uuid, before_id bigint, page_size integer
@@ -224,23 +258,27 @@ create function public.list_secret_events(
   as $$
   declare
     caller text := public.act_as_creator(list_secret_events.claims);
+    cursor_at timestamptz;
+    cursor_id bigint;
   begin
     if list_secret_events.before_id is null then
       return query
         select true, e.id, e.occurred_at, e.action, e.secret_types, e.reason,
-               e.credential_name -- credential
+               e.credential_name
           from public.secret_events e
          where e.user_id = list_secret_events.user_id
          order by e.occurred_at desc, e.id desc
          limit list_secret_events.page_size;
     else
+      select c.occurred_at, c.id into cursor_at, cursor_id
+        from public.secret_events c
+       where c.id = list_secret_events.before_id and c.user_id = list_secret_events.user_id;
       return query
         select true, e.id, e.occurred_at, e.action, e.secret_types, e.reason,
-               e.credential_name -- credential
-          from public.secret_events c, public.secret_events e
-         where c.id = list_secret_events.before_id and c.user_id = list_secret_events.user_id
-           and e.user_id = list_secret_events.user_id and e.occurred_at <= c.occurred_at
-           and (e.occurred_at < c.occurred_at or e.id < c.id)
+               e.credential_name
+          from public.secret_events e
+         where e.user_id = list_secret_events.user_id and e.occurred_at <= cursor_at
+           and (e.occurred_at < cursor_at or e.id < cursor_id)
          order by e.occurred_at desc, e.id desc
          limit list_secret_events.page_size;
     end if;
@@ -258,13 +296,13 @@ create function public.list_secret_events(
 
 -- The service's alone: Supabase grants new functions to the API roles by default.
 revoke all on function public.reveal_user_secrets(uuid, uuid, text[], text, integer, integer,
-  integer, bytea, boolean) from public, anon, authenticated;
+  integer, bytea, boolean, integer) from public, anon, authenticated;
 revoke all on function public.list_secret_events(text, uuid, uuid, bigint, integer)
   from public, anon, authenticated;
 revoke all on function public.list_user_secrets(text, uuid, uuid, text[])
   from public, anon, authenticated;
 grant execute on function public.reveal_user_secrets(uuid, uuid, text[], text, integer, integer,
-  integer, bytea, boolean) to service_role;
+  integer, bytea, boolean, integer) to service_role;
 grant execute on function public.list_secret_events(text, uuid, uuid, bigint, integer)
   to service_role;
 grant execute on function public.list_user_secrets(text, uuid, uuid, text[]) to service_role;

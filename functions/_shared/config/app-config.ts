@@ -65,6 +65,8 @@ export interface AppConfig {
     /** Contract-wallet checks per (address, client IP) per minute: one client's share of a wallet. */
     readonly rpcPerAddressPerClientPerMinute: number;
   };
+  /** Days an audit event is kept (AUDIT_RETENTION_DAYS); null: forever. */
+  readonly auditRetentionDays: number | null;
   readonly clientIp: ClientIpSource;
   /**
    * CHAIN_RPC_URLS: the JSON-RPC endpoint per chain id that contract-wallet signatures (ERC-1271,

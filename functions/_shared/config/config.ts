@@ -177,6 +177,7 @@ export function parseConfig(
       rpcPerAddressPerMinute: vars.RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE,
       rpcPerAddressPerClientPerMinute: vars.RATE_LIMIT_RPC_PER_ADDRESS_PER_CLIENT_PER_MINUTE,
     },
+    auditRetentionDays: vars.AUDIT_RETENTION_DAYS,
     clientIp: { header: vars.CLIENT_IP_HEADER, trustedHops: vars.CLIENT_IP_TRUSTED_HOPS ?? 1 },
     chainRpcUrls,
     chainRpcTimeoutMs: vars.CHAIN_RPC_TIMEOUT_MS,

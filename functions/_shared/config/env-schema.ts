@@ -63,12 +63,13 @@ interface SecretSpec {
   readonly headerSafe: boolean;
 }
 
-/** A decimal integer from `min` to `max`; `fallback` when unset. */
+/** A decimal integer from `min` to `max`; `fallback` when unset; `unbounded` (a word) reads null. */
 interface IntegerSpec {
   readonly kind: "integer";
   readonly min: number;
   readonly max: number;
   readonly fallback: number | undefined;
+  readonly unbounded?: string;
   /** Why values below `min` are refused, when the range alone does not say it. */
   readonly belowMin?: string;
 }
@@ -132,6 +133,8 @@ export const ENV_VARS = {
   RATE_LIMIT_REVEALS_PER_MINUTE: integer(1, 1_000_000, 60),
   RATE_LIMIT_REVEALS_PER_TOKEN_PER_MINUTE: integer(1, 1_000_000, 6000),
   RATE_LIMIT_WRONG_REVEAL_TOKENS_PER_MINUTE: integer(1, 1_000_000, 10),
+  // How long audit events are kept; "forever" keeps every one (docs/operations.md, "Retention").
+  AUDIT_RETENTION_DAYS: { ...integer(1, 36_500, 400), unbounded: "forever" },
   CLIENT_IP_HEADER: {
     kind: "choice",
     options: CLIENT_IP_HEADERS,
@@ -154,7 +157,8 @@ export const ENV_VARS = {
 } as const satisfies Record<string, VariableSpec>;
 
 /** The TypeScript type of what `spec` reads. */
-type ValueOf<S> = S extends IntegerSpec ? number | S["fallback"]
+type ValueOf<S> = S extends IntegerSpec
+  ? number | S["fallback"] | (S extends { readonly unbounded: string } ? null : never)
   : S extends { readonly kind: "choice"; readonly options: readonly (infer T)[] }
     ? S extends { readonly fallback: string } | { readonly required: true } ? T : T | undefined
   : string | undefined;
@@ -202,10 +206,12 @@ function readVariable(
     case "integer": {
       if (given === undefined) return spec.fallback;
       const text = given.trim();
+      if (spec.unbounded !== undefined && text.toLowerCase() === spec.unbounded) return null;
       const value = DECIMAL_INTEGER.test(text) ? Number(text) : NaN;
+      const or = spec.unbounded === undefined ? "" : `, or ${spec.unbounded}`;
       if (value < spec.min && spec.belowMin !== undefined) refuse(spec.belowMin);
       else if (!(value >= spec.min && value <= spec.max)) {
-        refuse(`must be an integer from ${spec.min} to ${spec.max}`);
+        refuse(`must be an integer from ${spec.min} to ${spec.max}${or}`);
       }
       return value;
     }

@@ -4,12 +4,12 @@
 -- Runs unchanged with `supabase test db`, or `pg_prove -d <db> supabase/tests/database/*.test.sql`.
 begin;
 create extension if not exists pgtap with schema extensions;
-select plan(17);
+select plan(21);
 
 select tables_are(
   'public',
   array['auth_nonces', 'auth_refresh_tokens', 'auth_sessions', 'live_run_credentials',
-    'rate_limit_windows', 'secret_events', 'user_secrets', 'wallet_users'],
+    'rate_limit_windows', 'secret_events', 'secret_last_reveals', 'user_secrets', 'wallet_users'],
   'public holds exactly the service''s tables'
 );
 
@@ -79,6 +79,24 @@ select policy_cmd_is('public', 'user_secrets', 'user_secrets_owner_read', 'selec
   'the vault policy covers SELECT only');
 select policy_roles_are('public', 'user_secrets', 'user_secrets_owner_read',
   array['authenticated'], 'the vault policy applies to authenticated');
+select results_eq(
+  $$ select a.attname::text collate "default", p.privilege
+       from pg_attribute a,
+            unnest(array['SELECT', 'INSERT', 'UPDATE', 'REFERENCES']) as p (privilege)
+      where a.attrelid = 'public.secret_last_reveals'::regclass and a.attnum > 0
+        and not a.attisdropped
+        and has_column_privilege('authenticated', a.attrelid, a.attnum, p.privilege)
+      order by a.attnum, 2 $$,
+  $$ values ('user_id', 'SELECT'), ('secret_type', 'SELECT'), ('revealed_at', 'SELECT'),
+    ('credential_name', 'SELECT') $$,
+  'of its keys'' last releases, authenticated reads when and by whom, not the event or the one before'
+);
+select policies_are('public', 'secret_last_reveals', array['secret_last_reveals_owner_read'],
+  'secret_last_reveals has only the owner''s read policy');
+select policy_cmd_is('public', 'secret_last_reveals', 'secret_last_reveals_owner_read', 'select',
+  'the last-release policy covers SELECT only');
+select policy_roles_are('public', 'secret_last_reveals', 'secret_last_reveals_owner_read',
+  array['authenticated'], 'the last-release policy applies to authenticated');
 select policies_are('public', 'secret_events', array['secret_events_owner_read'],
   'secret_events has only the owner''s read policy');
 select policy_cmd_is('public', 'secret_events', 'secret_events_owner_read', 'select',
@@ -91,7 +109,8 @@ select policy_roles_are('public', 'auth_sessions', 'auth_sessions_owner_read',
   array['authenticated'], 'the sessions policy applies to authenticated');
 select is_empty(
   $$ select tablename from pg_policies where schemaname = 'public'
-      and tablename not in ('user_secrets', 'secret_events', 'auth_sessions') $$,
+      and tablename not in ('user_secrets', 'secret_events', 'secret_last_reveals',
+        'auth_sessions') $$,
   'no other table has a policy: the API roles reach none of their rows'
 );
 select table_privs_are('public', 'user_secrets', 'service_role',

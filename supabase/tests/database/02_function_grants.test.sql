@@ -13,13 +13,13 @@ select results_eq(
           where d.classid = 'pg_proc'::regclass and d.objid = p.oid and d.deptype = 'e')
       order by 1 $$,
   array['act_as_creator', 'admit_contract_check', 'audit_user_secret_change', 'auth_session_is_live',
-    'creator_account',
-    'delete_account', 'delete_user_secret', 'hit_rate_limit', 'issue_confirmation_nonce', 'issue_nonce',
-    'list_creator_sessions', 'list_secret_events', 'list_user_secrets', 'lock_reveals',
-    'nonce_refusal', 'note_session_refresh', 'put_user_secret', 'record_reveal_failure',
-    'refuse_reveal', 'reveal_user_secrets', 'session_is_live_for', 'session_is_live_from_claims',
-    'sign_in_from_ip', 'sign_in_with_nonce', 'sign_out_sessions', 'spend_confirmation',
-    'sweep_expired_rows', 'unlock_reveals'],
+    'creator_account', 'delete_account', 'delete_user_secret', 'expire_secret_events',
+    'hit_rate_limit', 'issue_confirmation_nonce', 'issue_nonce', 'list_creator_sessions',
+    'list_secret_events', 'list_user_secrets', 'lock_reveals', 'nonce_refusal', 'note_last_reveal',
+    'note_session_refresh', 'put_user_secret', 'record_reveal_failure', 'refuse_reveal',
+    'reveal_user_secrets', 'session_is_live_for', 'session_is_live_from_claims', 'sign_in_from_ip',
+    'sign_in_with_nonce', 'sign_out_sessions', 'spend_confirmation', 'sweep_expired_rows',
+    'unlock_reveals'],
   'public holds exactly these functions of ours'
 );
 
@@ -58,7 +58,7 @@ select function_privs_are('public', 'act_as_creator', array['text'],
   'service_role', array['EXECUTE'], 'service_role can execute act_as_creator');
 select function_privs_are('public', 'reveal_user_secrets',
   array['uuid', 'uuid', 'text[]', 'text', 'integer', 'integer', 'integer', 'bytea',
-    'boolean'],
+    'boolean', 'integer'],
   'service_role', array['EXECUTE'], 'service_role can execute reveal_user_secrets');
 
 -- The same, as the roles themselves would try it.
@@ -101,7 +101,7 @@ select throws_ok(
   '42501', null, 'authenticated cannot call reveal_user_secrets');
 select throws_ok(
   $$ select public.record_reveal_failure('a0000000-0000-4000-8000-0000000000a1',
-       'a0000000-0000-4000-8000-000000000001', array['provider_b_key']) $$,
+       'a0000000-0000-4000-8000-000000000001', array['provider_b_key'], 1) $$,
   '42501', null, 'authenticated cannot call record_reveal_failure');
 select throws_ok(
   $$ select * from public.list_user_secrets(current_setting('request.jwt.claims'),

@@ -85,11 +85,12 @@ select results_eq(
   'a revoked session reveals nothing');
 select is(
   public.record_reveal_failure('c0000000-0000-4000-8000-0000000000c1',
-    'c0000000-0000-4000-8000-000000000001', array['provider_e_key', 'provider_b_key']),
+    'c0000000-0000-4000-8000-000000000001', array['provider_e_key', 'provider_b_key'],
+    (select max(id) from public.secret_events where action = 'reveal')),
   1, 'failed decryptions are recorded as one event');
 select is(
   public.record_reveal_failure('c0000000-0000-4000-8000-0000000000c1',
-    'c0000000-0000-4000-8000-000000000001', array[]::text[]),
+    'c0000000-0000-4000-8000-000000000001', array[]::text[], 1),
   0, 'no type named, nothing recorded');
 select results_eq(
   $$ select action, secret_types from public.secret_events
