@@ -14,6 +14,7 @@ import { atEdge, LOCAL_ANON_KEY } from "../server/app.ts";
 import { DEFAULT_DEV_KEYS_PATH, loadOrCreateDevKeys } from "../server/dev-keys.ts";
 import { bearer, newWallet, signIn, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
+import { tarballNote } from "./support/walkthrough.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const DOCUMENTED_BASE = "http://127.0.0.1:54321";
@@ -124,6 +125,28 @@ Deno.test("docs/api.md runs whole: every shell block of a session page is run, n
     ).map((b) => `${b.file}:${b.line}`);
     assert.deepEqual(exempt, [], `${page}: every shell block runs in the session (\`sh test\`)`);
   }
+});
+
+Deno.test("every page with an install line of the package says once, at its top and the same way, to install the tarball until it is on npm", async () => {
+  const pages = [
+    ...new Set(
+      BLOCKS.filter((b) =>
+        SHELL_LANGS.has(b.lang) && b.marker === "package" && /\bnpm install\b/.test(b.code)
+      ).map((b) => b.file),
+    ),
+  ];
+  assert.ok(pages.length >= 2, `install lines found on ${pages}`);
+  const notes = new Set<string>();
+  for (const page of pages) {
+    const text = await Deno.readTextFile(new URL(page, ROOT));
+    const note = await tarballNote(page);
+    assert.ok(note !== null, `${page} has no note on installing the tarball`);
+    assert.equal(text.split(note).length, 2, `${page} says it more than once`);
+    // At the top: before the page's first section.
+    assert.ok(text.indexOf(note) < text.search(/^## /m), `${page}: the note is not at its top`);
+    notes.add(note);
+  }
+  assert.equal(notes.size, 1, "the pages say it in different words");
 });
 
 Deno.test("docs/api.md lists every error code the service has, each with its status, and no other", async () => {
