@@ -362,17 +362,25 @@ function shownValue(text: string): unknown {
   }
 }
 
+/** A shown value that is the same on every run: a boolean, a count, a name such as `revealed`. */
+const fixed = (value: unknown) =>
+  typeof value === "boolean" ||
+  typeof value === "number" && Number.isInteger(value) && Math.abs(value) < 1e9 ||
+  typeof value === "string" && /^[a-z][a-z0-9_]*$/.test(value);
+
 /**
  * Where `actual` differs from the shown answer: every object has exactly the shown fields, every
  * array the shown number of items (at least, where it ends in `…`), every value the shown JSON
- * type, every boolean the shown one. Ids, times and texts differ from run to run, so only their
- * type is held.
+ * type, and every fixed value (see `fixed`) the shown one. Ids, times and texts differ from run to
+ * run, so only their type is held.
  */
 function shapeProblems(shown: unknown, actual: unknown, at = "body"): string[] {
   const kind = (value: unknown) =>
     value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
   if (kind(shown) !== kind(actual)) return [`${at} is ${kind(actual)}, shown as ${kind(shown)}`];
-  if (typeof shown === "boolean" && shown !== actual) return [`${at} is ${actual}, shown ${shown}`];
+  if (fixed(shown) && shown !== actual) {
+    return [`${at} is ${JSON.stringify(actual)}, shown ${JSON.stringify(shown)}`];
+  }
   if (Array.isArray(shown) && Array.isArray(actual)) {
     const more = shown.at(-1) === MORE;
     const items = more ? shown.slice(0, -1) : shown;
