@@ -10,7 +10,9 @@
  * that the message is for the signed-in wallet ($SIGN_IN_WALLET), signs it with that wallet's key
  * (kept in .local/sign-in-wallets/ by sign-in; never printed) and prints the act's JSON body:
  * `{ "message", "signature" }` and the fields of the JSON object given after the purpose (such as
- * `{"sessionIds":[…]}`).
+ * `{"sessionIds":[…]}`). Those of the fields the nonce request takes (by the server's own
+ * description, GET /api/openapi.json) go with it too, so a message that names them (a sign-out's
+ * sessions) names the ones the act sends.
  */
 import { privateKeyToAccount } from "viem/accounts";
 import { devWalletKey, devWalletPath } from "./lib/dev-wallets.ts";
@@ -45,13 +47,39 @@ const key = await devWalletKey(address).catch((error) => fail(String(error)));
 if (key === null) fail(`no key for ${address} in ${devWalletPath(address)} (another machine?)`);
 const account = privateKeyToAccount(key);
 
+/** The fields the server's confirmation-nonce request takes, from its OpenAPI description. */
+async function nonceRequestFields(): Promise<Set<string>> {
+  type Json = Record<string, unknown>;
+  try {
+    const response = await fetch(`${base}/api/openapi.json`, {
+      signal: AbortSignal.timeout(10_000),
+    });
+    const document = await response.json() as Json;
+    const at = (pointer: string) =>
+      pointer.slice(2).split("/").reduce<unknown>(
+        (value, key) => (value as Json)?.[key.replaceAll("~1", "/").replaceAll("~0", "~")],
+        document,
+      ) as Json | undefined;
+    const schema = at(
+      "#/paths/~1api~1auth~1confirm~1nonce/post/requestBody/content/application~1json/schema",
+    );
+    const resolved = typeof schema?.$ref === "string" ? at(schema.$ref) : schema;
+    return new Set(Object.keys((resolved?.properties ?? {}) as Json));
+  } catch {
+    return new Set();
+  }
+}
+
+const taken = await nonceRequestFields();
+const nonceFields = Object.fromEntries(Object.entries(fields).filter(([name]) => taken.has(name)));
+
 let answer: { message?: unknown; error?: { code?: unknown; message?: unknown } } | null;
 let status: number;
 try {
   const response = await fetch(`${base}/api/auth/confirm/nonce`, {
     method: "POST",
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    body: JSON.stringify({ purpose }),
+    body: JSON.stringify({ ...nonceFields, purpose }),
     signal: AbortSignal.timeout(10_000),
   });
   status = response.status;
