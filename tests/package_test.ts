@@ -346,7 +346,8 @@ console.log(JSON.stringify({
 async function denoProject(scratch: string, tarball: string, origin: string): Promise<string> {
   const dir = `${scratch}/deno`;
   await Deno.mkdir(dir);
-  await mustRun("npm", ["install", ...NPM_FLAGS, tarball], { cwd: dir });
+  // The page's install line (live-run.md's), as for Node.js.
+  await installAsThePageSays("node-install", dir, tarball);
   await Deno.writeTextFile(`${dir}/deno.json`, JSON.stringify({ nodeModulesDir: "manual" }));
   await Deno.writeTextFile(`${dir}/main.ts`, example("deno-live-run", origin) + DENO_DRIVER);
   return dir;
