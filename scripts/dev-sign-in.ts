@@ -14,13 +14,27 @@
  * `deno task start` keeps in .local/dev-keys.json (read from the working directory, as the server
  * reads it): a server in development that generated them. The wallet's key is made here and
  * forgotten: each run is a new creator.
+ *
+ * For the acts that need the wallet again (unlock, signing sessions out, deleting the account), it
+ * keeps the wallet's key in .local/sign-in-wallets/ (scripts/lib/dev-wallets.ts) and defines the
+ * shell function `vault_sign <purpose> [fields]` (`deno task sign-act`, scripts/dev-sign-act.ts),
+ * which prints the act's signed body; SIGN_IN_WALLET names the wallet, OTHER_DEVICE_SESSION_ID
+ * the second session's id (for signing it out).
  */
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { DEFAULT_DEV_KEYS_PATH } from "../server/dev-keys.ts";
+import { DEV_WALLETS_DIR, keepDevWallet } from "./lib/dev-wallets.ts";
 
 const base = (Deno.args[0] ?? `http://127.0.0.1:${Deno.env.get("PORT") || "54321"}`)
   .replace(/\/+$/, "");
-const account = privateKeyToAccount(generatePrivateKey());
+/** Where the URL came from, for the message when nothing answers there. */
+const baseFrom = Deno.args[0] !== undefined
+  ? "the URL given after sign-in"
+  : Deno.env.get("PORT")
+  ? "PORT"
+  : "the default port; PORT unset";
+const privateKey = generatePrivateKey();
+const account = privateKeyToAccount(privateKey);
 
 /** How long each call may take before the sign-in gives up. */
 const TIMEOUT_MS = 10_000;
@@ -40,7 +54,11 @@ async function send(
     });
     return { status: response.status, answer: await response.json().catch(() => null) };
   } catch (error) {
-    fail(`no answer from ${base} (${printable(error)}): is the server running (deno task start)?`);
+    fail(
+      `no answer from ${base} (${baseFrom}; ${printable(error)}): is the server running ` +
+        "(deno task start)? For a server on another port, set PORT as for the server " +
+        "(PORT=8000 deno task sign-in), or give its URL (deno task sign-in http://127.0.0.1:8000).",
+    );
   }
 }
 
@@ -122,6 +140,20 @@ async function devRevealToken(
   };
 }
 
+/** The `session_id` claim of an access token the service issued (a JWT). */
+function sessionIdOf(accessToken: string): string {
+  try {
+    const payload = accessToken.split(".")[1].replaceAll("-", "+").replaceAll("_", "/");
+    const id = (JSON.parse(atob(payload.padEnd(Math.ceil(payload.length / 4) * 4, "="))) as {
+      session_id?: unknown;
+    }).session_id;
+    if (typeof id === "string" && /^[0-9a-f-]{36}$/.test(id)) return id;
+  } catch {
+    // Fall through: the same message for any token without a usable claim.
+  }
+  fail("the sign-in answer's access_token has no usable session_id");
+}
+
 /** Single-quoted for a POSIX shell: nothing inside is expanded. */
 const quoted = (value: string) => `'${value.replaceAll("'", `'\\''`)}'`;
 
@@ -130,16 +162,28 @@ const otherDevice = await post("/auth/wallet-proof", await signedProof());
 const proof = JSON.stringify(await signedProof());
 const accessToken = token(session.access_token, "access_token");
 const reveal = await devRevealToken(accessToken);
+await keepDevWallet(account.address, privateKey).catch((error) =>
+  fail(`could not keep the wallet's key in ${DEV_WALLETS_DIR} (${printable(error)})`)
+);
 const exports: Record<string, string> = {
   BASE: base,
   TOKEN: accessToken,
   ACCESS_TOKEN: accessToken,
   REFRESH_TOKEN: token(session.refresh_token, "refresh_token"),
   OTHER_DEVICE_TOKEN: token(otherDevice.access_token, "access_token"),
+  OTHER_DEVICE_SESSION_ID: sessionIdOf(token(otherDevice.access_token, "access_token")),
   PROOF: proof,
+  SIGN_IN_WALLET: account.address,
 };
 if (reveal.token !== null) exports.SERVER_REVEAL_TOKEN = reveal.token;
 for (const [name, value] of Object.entries(exports)) console.log(`export ${name}=${quoted(value)}`);
+// The signing helper: this Deno, this repository's task, whatever the shell's directory.
+const config = new URL("../deno.json", import.meta.url).pathname;
+console.log(
+  `vault_sign() { npx -y deno@${Deno.version.deno} task -q --config ${
+    quoted(config)
+  } sign-act "$@"; }`,
+);
 console.error(`sign-in: signed in at ${base} as ${account.address} (a new throwaway wallet)`);
 console.error(
   reveal.token === null

@@ -269,12 +269,76 @@ describeWithDatabase("deno task sign-in", {
       assert.equal(refused.stdout, "");
       assert.match(
         refused.stderr,
-        /^sign-in: no answer from http:\/\/127\.0\.0\.1:\d+ \(.+\): is the server/,
+        /^sign-in: no answer from http:\/\/127\.0\.0\.1:\d+ \(the URL given after sign-in; .+\): is the server/,
       );
+      // Both ways to name another server: PORT, as for the server, and the URL argument.
+      assert.match(refused.stderr, /set PORT as for the server \(PORT=8000 deno task sign-in\)/);
+      assert.match(refused.stderr, /give its URL \(deno task sign-in http:\/\/127\.0\.0\.1:8000\)/);
+      assert.equal(refused.stderr.trimEnd().split("\n").length, 1);
+
+      const byPort = await signIn({ cwd, env: { PORT: String(freePort()) } });
+      assert.equal(byPort.code, 1);
+      assert.match(byPort.stderr, /^sign-in: no answer from http:\/\/127\.0\.0\.1:\d+ \(PORT; /);
     } finally {
       await Deno.remove(cwd, { recursive: true });
     }
   },
+
+  "defines vault_sign, which signs the creator's acts with the wallet's key kept in .local/sign-in-wallets and nowhere else":
+    async (app: TestApp) => {
+      await using server = serve(app);
+      // In the repository, as `deno task sign-in` and the helper's `deno task sign-act` run.
+      const signedIn = await signIn({ cwd: ROOT.pathname }, `http://127.0.0.1:${server.addr.port}`);
+      assert.equal(signedIn.code, 0, signedIn.stderr);
+      const exports = await evaluated(signedIn.stdout);
+      const wallet = (signedIn.stdout.match(/^export SIGN_IN_WALLET='(0x[0-9a-fA-F]{40})'$/m) ??
+        [])[1];
+      assert.ok(wallet, signedIn.stdout);
+      const keyFile = new URL(`.local/sign-in-wallets/${wallet.toLowerCase()}.json`, ROOT);
+      try {
+        const { privateKey } = JSON.parse(await Deno.readTextFile(keyFile));
+        assert.equal((await Deno.stat(keyFile)).mode! & 0o777, 0o600);
+        assert.ok(!signedIn.stdout.includes(privateKey.slice(2)), "the key is printed");
+        assert.ok(!signedIn.stderr.includes(privateKey.slice(2)), "the key is printed");
+
+        // The helper as the page uses it: in the shell the sign-in's output was evaluated in.
+        const shell = await run("bash", [
+          "-c",
+          `set -euo pipefail
+npx() { shift 2; "$DENO" "$@"; }
+eval "$EXPORTS"
+vault_sign unlock
+vault_sign sign_out_sessions "{\\"sessionIds\\":[\\"$OTHER_DEVICE_SESSION_ID\\"]}"`,
+        ], { env: { EXPORTS: signedIn.stdout, DENO: Deno.execPath() }, cwd: "/tmp" });
+        assert.equal(shell.code, 0, shell.stderr);
+        assert.ok(
+          !shell.stdout.includes(privateKey.slice(2)) &&
+            !shell.stderr.includes(privateKey.slice(2)),
+        );
+        const [unlock, signOut] = shell.stdout.trim().split("\n").map((line) => JSON.parse(line));
+        assert.deepEqual(Object.keys(unlock), ["message", "signature"]);
+        assert.match(unlock.message, /Unlock live-run access/);
+
+        const unlocked = await app.fetch("/api/secrets/unlock", {
+          method: "POST",
+          headers: bearer(exports.TOKEN!, { "content-type": "application/json" }),
+          body: JSON.stringify(unlock),
+        });
+        assert.equal(unlocked.status, 200);
+        assert.deepEqual(await unlocked.json(), { locked: false });
+        const other = await app.context.sessions.checkToken(exports.OTHER_DEVICE_TOKEN!);
+        assert.deepEqual(signOut.sessionIds, [other.sessionId]);
+        const signedOut = await app.fetch("/api/auth/sessions/sign-out", {
+          method: "POST",
+          headers: bearer(exports.TOKEN!, { "content-type": "application/json" }),
+          body: JSON.stringify(signOut),
+        });
+        assert.equal(signedOut.status, 200);
+        assert.deepEqual(await signedOut.json(), { signedOut: 1 });
+      } finally {
+        await Deno.remove(keyFile).catch(() => {});
+      }
+    },
 
   "exports nothing from an answer that holds no real tokens": async (app: TestApp) => {
     // A server that passes the nonce through but answers the proof with what no token looks like.

@@ -14,6 +14,7 @@ import { atEdge, LOCAL_ANON_KEY } from "../server/app.ts";
 import { DEFAULT_DEV_KEYS_PATH, loadOrCreateDevKeys } from "../server/dev-keys.ts";
 import { bearer, newWallet, signIn, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
+import { tarballNote } from "./support/walkthrough.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const DOCUMENTED_BASE = "http://127.0.0.1:54321";
@@ -115,6 +116,37 @@ Deno.test("docs/api.md's commands name no host or port: they use $BASE from its 
     );
     assert.deepEqual(named, []);
   }
+});
+
+Deno.test("docs/api.md runs whole: every shell block of a session page is run, none exempt", () => {
+  for (const page of SESSION_PAGES) {
+    const exempt = BLOCKS.filter((b) =>
+      b.file === page && SHELL_LANGS.has(b.lang) && b.marker !== "test"
+    ).map((b) => `${b.file}:${b.line}`);
+    assert.deepEqual(exempt, [], `${page}: every shell block runs in the session (\`sh test\`)`);
+  }
+});
+
+Deno.test("every page with an install line of the package says once, at its top and the same way, to install the tarball until it is on npm", async () => {
+  const pages = [
+    ...new Set(
+      BLOCKS.filter((b) =>
+        SHELL_LANGS.has(b.lang) && b.marker === "package" && /\bnpm install\b/.test(b.code)
+      ).map((b) => b.file),
+    ),
+  ];
+  assert.ok(pages.length >= 2, `install lines found on ${pages}`);
+  const notes = new Set<string>();
+  for (const page of pages) {
+    const text = await Deno.readTextFile(new URL(page, ROOT));
+    const note = await tarballNote(page);
+    assert.ok(note !== null, `${page} has no note on installing the tarball`);
+    assert.equal(text.split(note).length, 2, `${page} says it more than once`);
+    // At the top: before the page's first section.
+    assert.ok(text.indexOf(note) < text.search(/^## /m), `${page}: the note is not at its top`);
+    notes.add(note);
+  }
+  assert.equal(notes.size, 1, "the pages say it in different words");
 });
 
 Deno.test("docs/api.md lists every error code the service has, each with its status, and no other", async () => {
@@ -296,10 +328,99 @@ function keysOf(value: unknown, into = new Set<string>()): Set<string> {
   return into;
 }
 
-function checkAnswer(where: string, expected: Expected, status: number, body: string): void {
+/** What stands for "more items" in a shown array (`["a", …]`), once parsed. */
+const MORE = "\u0000more";
+
+/**
+ * The JSON value a shown answer starts with (prose may follow it, as in `{…}   (404 when …)`),
+ * parsed, with `…` between array items read as "and more"; null when it is not JSON.
+ */
+function shownValue(text: string): unknown {
+  const start = text.search(/[{[]/);
+  if (start === -1) return null;
+  let depth = 0;
+  let inString = false;
+  let out = "";
+  for (let i = start; i < text.length; i++) {
+    const char = text[i];
+    if (inString) {
+      out += char;
+      if (char === "\\") out += text[++i];
+      else if (char === '"') inString = false;
+      continue;
+    }
+    if (char === '"') inString = true;
+    else if (char === "{" || char === "[") depth++;
+    else if (char === "}" || char === "]") depth--;
+    out += char === "…" ? JSON.stringify(MORE) : char;
+    if (depth === 0) break;
+  }
+  try {
+    return JSON.parse(out);
+  } catch {
+    return null;
+  }
+}
+
+/** A shown value that is the same on every run: a boolean, a count, a name such as `revealed`. */
+const fixed = (value: unknown) =>
+  typeof value === "boolean" ||
+  typeof value === "number" && Number.isInteger(value) && Math.abs(value) < 1e9 ||
+  typeof value === "string" && /^[a-z][a-z0-9_]*$/.test(value);
+
+/**
+ * Where `actual` differs from the shown answer: every object has exactly the shown fields, every
+ * array the shown number of items (at least, where it ends in `…`), every value the shown JSON
+ * type, and every fixed value (see `fixed`) the shown one. Ids, times and texts differ from run to
+ * run, so only their type is held.
+ */
+function shapeProblems(shown: unknown, actual: unknown, at = "body"): string[] {
+  const kind = (value: unknown) =>
+    value === null ? "null" : Array.isArray(value) ? "array" : typeof value;
+  if (kind(shown) !== kind(actual)) return [`${at} is ${kind(actual)}, shown as ${kind(shown)}`];
+  if (fixed(shown) && shown !== actual) {
+    return [`${at} is ${JSON.stringify(actual)}, shown ${JSON.stringify(shown)}`];
+  }
+  if (Array.isArray(shown) && Array.isArray(actual)) {
+    const more = shown.at(-1) === MORE;
+    const items = more ? shown.slice(0, -1) : shown;
+    if (more ? actual.length < items.length : actual.length !== items.length) {
+      return [`${at} has ${actual.length} items, shown ${items.length}${more ? " or more" : ""}`];
+    }
+    return items.flatMap((item, index) => shapeProblems(item, actual[index], `${at}[${index}]`));
+  }
+  if (kind(shown) === "object") {
+    const shownObject = shown as Record<string, unknown>;
+    const actualObject = actual as Record<string, unknown>;
+    const missing = Object.keys(actualObject).filter((key) => !(key in shownObject));
+    const extra = Object.keys(shownObject).filter((key) => !(key in actualObject));
+    return [
+      ...missing.map((key) => `${at}.${key} is not shown`),
+      ...extra.map((key) => `${at}.${key} is shown but not answered`),
+      ...Object.keys(shownObject).filter((key) => key in actualObject).flatMap((key) =>
+        shapeProblems(shownObject[key], actualObject[key], `${at}.${key}`)
+      ),
+    ];
+  }
+  return [];
+}
+
+function checkAnswer(
+  where: string,
+  expected: Expected,
+  status: number,
+  body: string,
+  wholeAnswers = false,
+): void {
   assert.equal(status, expected.status, `${where}: status ${status}, body ${body}`);
   if (expected.text.trim() === "") return;
   const actual = JSON.parse(body);
+  if (wholeAnswers) {
+    // A session page shows each answer whole: JSON, with every field that comes back.
+    const shown = shownValue(expected.text);
+    assert.notEqual(shown, null, `${where}: the shown answer is not JSON: ${expected.text}`);
+    assert.deepEqual(shapeProblems(shown, actual), [], `${where}: ${body}`);
+  }
   const actualKeys = keysOf(actual);
   const named = [...expected.text.matchAll(/"([A-Za-z_][A-Za-z0-9_]*)"\s*:/g)].map((m) => m[1]);
   assert.ok(named.length > 0, `${where}: the answer comment names no field`);
@@ -327,13 +448,14 @@ async function checkCommand(
   expected: Expected | null,
   headersFile: string,
   stdout: string,
+  wholeAnswers = false,
 ): Promise<void> {
   const statuses = [...(await Deno.readTextFile(headersFile)).matchAll(/^HTTP\/[\d.]+ (\d{3})/gm)];
   const status = Number(statuses[statuses.length - 1][1]);
   const body = stdout.startsWith("HTTP/") ? stdout.slice(stdout.indexOf("\r\n\r\n") + 4) : stdout;
   if (expected === null) {
     assert.ok(status >= 200 && status < 300, `${where}: status ${status}, body ${body}`);
-  } else checkAnswer(where, expected, status, body);
+  } else checkAnswer(where, expected, status, body, wholeAnswers);
 }
 
 async function runShell(block: Block, base: string, env: Record<string, string>): Promise<void> {
@@ -373,6 +495,8 @@ const SESSION_VARIABLES = [
   "OTHER_DEVICE_TOKEN",
   "PROOF",
   "SERVER_REVEAL_TOKEN",
+  "SIGN_IN_WALLET",
+  "OTHER_DEVICE_SESSION_ID",
 ];
 
 const exists = (path: string) => Deno.stat(path).then(() => true, () => false);
@@ -405,7 +529,7 @@ async function runSession(app: TestApp, blocks: Block[]): Promise<void> {
     `${dir}/${kind}-${index}`;
   const script = [
     "set -uo pipefail",
-    `unset ${SESSION_VARIABLES.join(" ")}`,
+    `unset ${SESSION_VARIABLES.join(" ")}; unset -f vault_sign`,
     CURL_FUNCTION,
     `npx() {
   if [ "$#" -ge 2 ] && [ "$1" = -y ] && [[ "$2" == deno@* ]]; then shift 2; ${
@@ -460,7 +584,7 @@ async function runSession(app: TestApp, blocks: Block[]): Promise<void> {
         context += `\n(${step.where} said: ${stderr?.trim()})`;
         continue;
       }
-      await checkCommand(step.where, step.expected, output(index, "headers"), stdout);
+      await checkCommand(step.where, step.expected, output(index, "headers"), stdout, true);
     }
     assert.equal(result.code, 0, new TextDecoder().decode(result.stderr));
   } finally {

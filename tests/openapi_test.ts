@@ -87,6 +87,76 @@ Deno.test("every /api route, and each function's, is described, with its securit
   assert.equal(schemes.bearer.scheme, "bearer");
 });
 
+/** Redocly CLI from npm, at this version (.ci/run fetches it into npm's cache beforehand). */
+const REDOCLY_CLI = "@redocly/cli@2.77.0";
+
+Deno.test("Redocly's recommended rules find no error and no warning in the description (redocly.yaml)", async () => {
+  const { code, stdout, stderr } = await new Deno.Command("npx", {
+    args: ["-y", REDOCLY_CLI, "lint", "--config", "redocly.yaml", "--format", "json"],
+    cwd: ROOT.pathname,
+    env: { NO_COLOR: "1", REDOCLY_TELEMETRY: "off", REDOCLY_SUPPRESS_UPDATE_NOTICE: "true" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(stdout);
+  const report = JSON.parse(text.slice(text.indexOf("{"))) as {
+    totals: { errors: number; warnings: number; ignored: number };
+    problems: { ruleId: string; message: string; location: { pointer: string }[] }[];
+  };
+  const problems = report.problems.map((problem) =>
+    `${problem.ruleId} at ${problem.location[0]?.pointer}: ${problem.message}`
+  );
+  // redocly.yaml lists (with a reason) any warning accepted; none is, nor ignored.
+  assert.deepEqual(problems.slice(0, 20), [], `${problems.length} problems`);
+  assert.deepEqual(report.totals, { errors: 0, warnings: 0, ignored: 0 });
+  assert.equal(code, 0, new TextDecoder().decode(stderr));
+});
+
+Deno.test("every operation states its security, the public ones as none (security: [])", () => {
+  const { paths } = committed();
+  const open: string[] = [];
+  for (const [path, item] of Object.entries(paths)) {
+    for (const method of METHODS) {
+      const operation = item[method] as Json | undefined;
+      if (operation === undefined) continue;
+      assert.ok(Array.isArray(operation.security), `${method} ${path} states no security`);
+      if ((operation.security as unknown[]).length === 0) open.push(`${method} ${path}`);
+    }
+  }
+  const publicRoutes = [
+    "/api/auth/nonce",
+    "/api/auth/wallet-proof",
+    "/api/auth/refresh",
+    "/functions/v1/wallet-proof/nonce",
+    "/functions/v1/wallet-proof",
+    "/functions/v1/wallet-proof/refresh",
+  ].map((path) => `post ${path}`);
+  for (const route of publicRoutes) assert.ok(open.includes(route), `${route} is not public`);
+  assert.ok(open.includes("get /api/openapi.json"));
+  assert.ok(!open.some((route) => route.includes("/secrets")), "a secrets route is public");
+});
+
+Deno.test("the servers resolve, against wherever the document is served, to where its paths answer", () => {
+  const document = committed() as Document & { servers: { url: string }[] };
+  // The document's URL → the root its /api paths are below (the functions' root deployed).
+  const servedAt: Record<string, string> = {
+    "http://127.0.0.1:8123/api/openapi.json": "http://127.0.0.1:8123",
+    "http://127.0.0.1:8123/functions/v1/api/openapi.json": "http://127.0.0.1:8123/functions/v1",
+    "https://ref.supabase.co/functions/v1/api/openapi.json": "https://ref.supabase.co/functions/v1",
+  };
+  for (const [documentUrl, apiRoot] of Object.entries(servedAt)) {
+    const origin = new URL(documentUrl).origin;
+    for (const [path, item] of Object.entries(document.paths)) {
+      const servers = (item.servers ?? document.servers) as { url: string }[];
+      assert.equal(servers.length, 1, `${path}: one server, relative to the document`);
+      // A server URL ends without a slash; the path is appended to it (OpenAPI 3.1, 4.8.1).
+      const base = new URL(servers[0].url, documentUrl).href.replace(/\/$/, "");
+      const expected = path.startsWith("/api/") ? `${apiRoot}${path}` : `${origin}${path}`;
+      assert.equal(`${base}${path}`, expected, `${path} from ${documentUrl}`);
+    }
+  }
+});
+
 Deno.test("every example in the description fits the schema beside it", () => {
   const { paths } = committed();
   let examples = 0;

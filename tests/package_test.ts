@@ -6,11 +6,12 @@
  * examples in docs/frontends.md and docs/live-run.md marked `package=<id>` are the code they run.
  */
 import assert from "node:assert/strict";
-import { atEdge } from "../server/app.ts";
+import { atEdge, LOCAL_ANON_KEY } from "../server/app.ts";
 import { bearer, newWallet, type SignedIn, signIn, startTestApp } from "./support/app.ts";
 import { inCi, launchChromium, openPage, skipWithoutChromium } from "./support/chromium.ts";
 import { injectWallet } from "./support/injected-wallet.ts";
 import { packSdk, withSdkBuildLock } from "./support/packed-sdk.ts";
+import { installLine } from "./support/walkthrough.ts";
 
 const ROOT = new URL("../", import.meta.url).pathname;
 const CONSUMERS = `${ROOT}tests/consumers`;
@@ -213,10 +214,21 @@ async function serve(): Promise<Served> {
 // ---------------------------------------------------------------------------------------------
 // Scratch projects
 
-/** `npm ci` from a committed lockfile, then the tarball on top (not saved: the lock stays put). */
-async function installOverLock(dir: string, tarball: string): Promise<void> {
+/** A page's install line (```sh package=<id>), run as written with the tarball for the package. */
+function installAsThePageSays(id: string, dir: string, tarball: string): Promise<void> {
+  const code = EXAMPLES.get(id);
+  assert.ok(code !== undefined, `no install line marked package=${id}`);
+  return installLine({ lang: "sh", id, file: null, line: 0, code }, dir, tarball);
+}
+
+/** `npm ci` of the test's own tools from a committed lockfile, then the page's install line. */
+async function installOverLock(
+  dir: string,
+  tarball: string,
+  installLine: string,
+): Promise<void> {
   await mustRun("npm", ["ci", ...NPM_FLAGS], { cwd: dir });
-  await mustRun("npm", ["install", "--no-save", ...NPM_FLAGS, tarball], { cwd: dir });
+  await installAsThePageSays(installLine, dir, tarball);
 }
 
 /** The stock vanilla-ts app from the pinned create-vite, with the docs' page as src/main.ts. */
@@ -226,7 +238,7 @@ async function viteApp(scratch: string, tarball: string, origin: string): Promis
   });
   const dir = `${scratch}/app`;
   await Deno.copyFile(`${CONSUMERS}/vite-vanilla/package-lock.json`, `${dir}/package-lock.json`);
-  await installOverLock(dir, tarball);
+  await installOverLock(dir, tarball, "vite-install");
   await Deno.writeTextFile(`${dir}/src/main.ts`, example("vite-main", origin));
   await Deno.writeTextFile(`${dir}/.env`, `VITE_VAULT_API=${origin}/api\n`);
   return dir;
@@ -239,7 +251,7 @@ async function nodeProject(scratch: string, tarball: string, origin: string): Pr
   for (const file of ["package.json", "package-lock.json"]) {
     await Deno.copyFile(`${CONSUMERS}/node/${file}`, `${dir}/${file}`);
   }
-  await installOverLock(dir, tarball);
+  await installOverLock(dir, tarball, "node-install");
   await Deno.writeTextFile(`${dir}/server.mjs`, example("node-live-run", origin));
   await Deno.writeTextFile(`${dir}/reveal-job.cjs`, example("node-job", origin));
   await Deno.writeTextFile(
@@ -280,6 +292,39 @@ async function nodeProject(scratch: string, tarball: string, origin: string): Pr
   return dir;
 }
 
+/** What a Node run of the docs' supabase-js module prints: the masked list, then a refusal. */
+const SUPABASE_DRIVER = `
+const listed = await listKeys(process.env.TOKEN);
+let refused = null;
+try {
+  await listKeys("not-a-session");
+} catch (error) {
+  refused = { name: error.constructor.name, code: error.code, status: error.status };
+}
+console.log(JSON.stringify({
+  secretTypes: listed.map((secret) => secret.secretType),
+  values: listed.some((secret) => "value" in secret),
+  refused,
+}));
+`;
+
+/** A fresh Node.js project: the page's supabase-js install line and module (frontends.md). */
+async function nodeSupabaseProject(
+  scratch: string,
+  tarball: string,
+  origin: string,
+): Promise<string> {
+  const dir = `${scratch}/node-supabase`;
+  await Deno.mkdir(dir);
+  await Deno.writeTextFile(`${dir}/package.json`, JSON.stringify({ private: true }));
+  await installAsThePageSays("node-supabase-install", dir, tarball);
+  await Deno.writeTextFile(
+    `${dir}/keys.mjs`,
+    example("node-supabase-js", origin) + SUPABASE_DRIVER,
+  );
+  return dir;
+}
+
 /** What the Deno run prints last, after the docs' step example. */
 const DENO_DRIVER = `
 const token = Deno.env.get("TOKEN")!;
@@ -301,7 +346,8 @@ console.log(JSON.stringify({
 async function denoProject(scratch: string, tarball: string, origin: string): Promise<string> {
   const dir = `${scratch}/deno`;
   await Deno.mkdir(dir);
-  await mustRun("npm", ["install", ...NPM_FLAGS, tarball], { cwd: dir });
+  // The page's install line (live-run.md's), as for Node.js.
+  await installAsThePageSays("node-install", dir, tarball);
   await Deno.writeTextFile(`${dir}/deno.json`, JSON.stringify({ nodeModulesDir: "manual" }));
   await Deno.writeTextFile(`${dir}/main.ts`, example("deno-live-run", origin) + DENO_DRIVER);
   return dir;
@@ -443,6 +489,7 @@ Deno.test({
     };
     const vite = settle(viteApp(scratch, tarball, origin));
     const nodeApp = settle(nodeProject(scratch, tarball, origin));
+    const nodeSupabase = settle(nodeSupabaseProject(scratch, tarball, origin));
     const deno = settle(denoProject(scratch, tarball, origin));
     const nodes = settle(nodeExecutables(scratch));
 
@@ -558,7 +605,8 @@ Deno.test({
       );
 
       await t.step({
-        name: "in Chromium, the built page signs in with an injected wallet and saves a key",
+        name:
+          "in Chromium, the built page signs in with an injected wallet and saves a key shown masked, no console error",
         ignore: skipWithoutChromium("tests/package_test.ts: the Chromium step"),
         async fn() {
           await Deno.stat(`${page}/index.html`); // built by the step above
@@ -567,6 +615,10 @@ Deno.test({
             const context = await browser.newContext();
             const wallet = await injectWallet(context, newWallet());
             const { page: tab, pageErrors } = await openPage(context);
+            const consoleErrors: string[] = [];
+            tab.on("console", (message) => {
+              if (message.type() === "error") consoleErrors.push(message.text());
+            });
             await tab.goto(origin);
             await tab.getByRole("button", { name: "Connect wallet" }).click();
             await tab.locator("#status", { hasText: "Signed in as" }).waitFor();
@@ -598,6 +650,7 @@ Deno.test({
             );
             assert.deepEqual(await served.reveal(stored.accessToken), { provider_b_key: value });
             assert.deepEqual(pageErrors, []);
+            assert.deepEqual(consoleErrors, [], "the console shows an error");
           } finally {
             await browser.close();
           }
@@ -686,6 +739,32 @@ Deno.test({
         });
       }
 
+      for (const [release, node] of executables) {
+        await t.step({
+          name:
+            `on ${release}, the docs' supabase-js module lists a creator's keys through functions.invoke (ws as WebSocket)`,
+          ignore: node instanceof Error && !inCi,
+          async fn() {
+            if (node instanceof Error) throw node;
+            const dir = await nodeSupabase;
+            const { stdout, stderr } = await mustRun(node, ["keys.mjs"], {
+              cwd: dir,
+              env: {
+                SUPABASE_URL: origin,
+                SUPABASE_ANON_KEY: LOCAL_ANON_KEY,
+                TOKEN: creator.accessToken,
+              },
+            });
+            assert.deepEqual(JSON.parse(stdout.trim().split("\n").pop()!), {
+              secretTypes: ["provider_a_org_id", "provider_b_key"],
+              values: false,
+              refused: { name: "VaultError", code: "invalid_token", status: 401 },
+            });
+            assert.doesNotMatch(stderr, /WebSocket/);
+          },
+        });
+      }
+
       await t.step(
         "`tsc` type-checks the ESM server and the CommonJS job (module nodenext), and the job as node10 CommonJS",
         async () => {
@@ -724,7 +803,7 @@ Deno.test({
         },
       );
     } finally {
-      await Promise.allSettled([vite, nodeApp, deno, nodes]);
+      await Promise.allSettled([vite, nodeApp, nodeSupabase, deno, nodes]);
       await served.close();
       await Deno.remove(scratch, { recursive: true });
     }

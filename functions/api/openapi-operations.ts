@@ -78,8 +78,9 @@ function componentOf(schema: z.ZodType): Json {
   return schemaRef(id);
 }
 
-const SECURITY: Readonly<Record<Auth, readonly Json[] | undefined>> = {
-  "none": undefined,
+/** Public operations say so (`[]`): no security at the root means none was stated, not none needed. */
+const SECURITY: Readonly<Record<Auth, readonly Json[]>> = {
+  "none": [],
   "optional session": [{}, { bearer: [] }],
   "session": [{ bearer: [] }],
   "session and reveal token": [{ bearer: [], revealToken: [] }],
@@ -129,7 +130,9 @@ function errorResponses(codes: readonly ErrorCode[], withContent: boolean): Reco
         ? {
           content: {
             "application/json": {
-              schema: refs.length === 1 ? refs[0] : { oneOf: refs },
+              // anyOf: the bodies differ in error.code alone, a level below where OpenAPI's
+              // discriminator and Redocly's oneOf check (no-illogical-composition-keywords) look.
+              schema: refs.length === 1 ? refs[0] : { anyOf: refs },
               ...(Object.keys(examples).length === 0 ? {} : { examples }),
             },
           },
@@ -158,6 +161,13 @@ function responsesOf(operation: Operation, withContent = true): Record<string, J
   return {
     [String(answer.status)]: success,
     ...errorResponses(codesOf(operation), withContent),
+    default: {
+      description: "Another error: 421 `misdirected_request` on the local server's internal " +
+        "port, or a code a later v1 adds (read it by its status).",
+      ...(withContent
+        ? { content: { "application/json": { schema: schemaRef("ErrorAnswer") } } }
+        : {}),
+    },
   };
 }
 
@@ -202,7 +212,7 @@ function operationObject(operation: Operation, viaFunction: boolean, apiPath: st
     summary: operation.summary,
     description: apiPath === null ? operation.description : `\`${operation.method.toUpperCase()} ` +
       `/api${apiPath}\` at the \`${operation.function}\` function's own URL. ${operation.description}`,
-    ...(security === undefined ? {} : { security }),
+    security,
     ...(operation.query === undefined ? {} : { parameters: parametersOf(operation.query) }),
     ...(operation.body === undefined ? {} : { requestBody: requestBodyOf(operation.body) }),
     responses: responsesOf(operation),
@@ -217,7 +227,7 @@ function headObject(operation: Operation, viaFunction: boolean) {
     tags: [viaFunction ? "Function URLs" : operation.tag],
     summary: `${operation.summary} (headers only)`,
     description: "GET's answer without its body.",
-    ...(security === undefined ? {} : { security }),
+    security,
     ...(operation.query === undefined ? {} : { parameters: parametersOf(operation.query) }),
     responses: responsesOf(operation, false),
   };

@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import { ok, type Operation } from "../_shared/http/api-operations.ts";
-import { apiSchemas, errorComponentName } from "../_shared/http/api-schemas.ts";
+import { apiSchemas } from "../_shared/http/api-schemas.ts";
 import { MAX_BODY_BYTES, MAX_PROOF_BODY_BYTES } from "../_shared/http/bodies.ts";
 import { REVEAL_TOKEN_HEADER } from "../_shared/http/reveal-header.ts";
 import { CORS_ALLOWED_HEADERS } from "../_shared/http/serve.ts";
@@ -59,19 +59,18 @@ const DESCRIPTION_OPERATION: Operation = {
   errors: [],
 };
 
-const LOCAL_ORIGIN = "http://127.0.0.1:54321";
-const DEPLOYED_ORIGIN = "https://{projectRef}.supabase.co";
-/** The variable takes no description: the OpenAPI 3.1 schema validators check has a typo there. */
-const PROJECT_REF = { projectRef: { default: "your-project-ref" } };
-
-/** /api paths are the api function's: deployed, it sits at /functions/v1/api. */
+/**
+ * Relative, so right for whoever serves the document (RFC 3986 resolution against its URL, as
+ * OpenAPI 3.1 says): it is at <root>/api/openapi.json, where <root> is the origin locally and
+ * <origin>/functions/v1 deployed (and locally at /functions/v1/api/openapi.json too). `..` from
+ * there is <root>/, below which the /api paths are; the /functions/v1 paths are below the origin,
+ * which `../../..` reaches from either (resolution stops at the origin's root).
+ */
 const API_SERVERS = [
-  { url: LOCAL_ORIGIN, description: "The local server (`deno task start`; PORT=… for another)." },
-  {
-    url: `${DEPLOYED_ORIGIN}/functions/v1`,
-    description: "Deployed on Supabase (projectRef: the project's reference): the api function.",
-    variables: PROJECT_REF,
-  },
+  { url: "..", description: "Where this document is served from: /api is beside /openapi.json." },
+];
+const FUNCTION_SERVERS = [
+  { url: "../../..", description: "The origin serving this document (the project's URL)." },
 ];
 
 const INFO_DESCRIPTION = `\
@@ -88,11 +87,12 @@ function) and at its own function's URL (\`/functions/v1/wallet-proof/…\`,
   (each code's schema says which). Every 429 and 503 sends \`Retry-After\`, also in the body as
   \`retryAfterSeconds\`. No error repeats what the request sent.
 - **Any path** below \`/api\` or \`/functions/v1/<function>\` that is not described here is
-  \`404 not_found\` (\`components.responses.NotFound\`); a described path with another method is
-  \`405 method_not_allowed\` with \`Allow\` (\`components.responses.MethodNotAllowed\`). HEAD is
-  answered wherever GET is; OPTIONS is a CORS preflight on any path
-  (\`components.responses.Preflight\`). The local server answers \`408 request_timeout\` to a body
-  that does not arrive in time and \`421 misdirected_request\` on its internal port.
+  \`404 not_found\` (\`NotFoundError\`); a described path with another method is
+  \`405 method_not_allowed\` with an \`Allow\` header naming the methods it takes
+  (\`MethodNotAllowedError\`). HEAD is answered wherever GET is; OPTIONS is a CORS preflight on any
+  path: 204, no body, \`Access-Control-Allow-Methods\`, \`Access-Control-Allow-Headers\` and
+  \`Access-Control-Max-Age\`. The local server answers \`408 request_timeout\` to a body that does
+  not arrive in time and \`421 misdirected_request\` on its internal port.
 - **CORS** allows the headers \`${CORS_ALLOWED_HEADERS}\` from the allowed origins, never
   \`${REVEAL_TOKEN_HEADER}\`, and exposes \`Retry-After\`.`;
 
@@ -131,17 +131,8 @@ export function openApiDocument(
       description: INFO_DESCRIPTION,
       license: { name: "MIT", identifier: "MIT" },
     },
-    servers: [
-      {
-        url: LOCAL_ORIGIN,
-        description: "The local server (`deno task start`; PORT=… for another).",
-      },
-      {
-        url: DEPLOYED_ORIGIN,
-        description: "Deployed on Supabase (projectRef: the project's reference).",
-        variables: PROJECT_REF,
-      },
-    ],
+    // The /functions/v1 paths'; each /api path names its own.
+    servers: FUNCTION_SERVERS,
     tags: [
       { name: "Sign-in", description: "Nonce, proof → session, refresh, logout (wallet-proof)." },
       { name: "Secrets", description: "Masked list, save, delete, reveal (user-secrets)." },
@@ -177,35 +168,6 @@ export function openApiDocument(
           description: "Seconds to wait before trying again.",
           required: true,
           schema: { type: "integer", minimum: 1 },
-        },
-      },
-      responses: {
-        NotFound: {
-          description: "Any other path below /api or /functions/v1/<function>: no such route.",
-          content: { "application/json": { schema: schemaRef(errorComponentName("not_found")) } },
-        },
-        MethodNotAllowed: {
-          description: "A described path with a method it does not take.",
-          headers: {
-            Allow: {
-              description: "The methods the path takes (HEAD wherever GET).",
-              required: true,
-              schema: { type: "string" },
-            },
-          },
-          content: {
-            "application/json": { schema: schemaRef(errorComponentName("method_not_allowed")) },
-          },
-        },
-        Preflight: {
-          description: "OPTIONS on any path: the CORS preflight, with no body.",
-          headers: {
-            "Access-Control-Allow-Methods": { schema: { type: "string" } },
-            "Access-Control-Allow-Headers": {
-              schema: { type: "string", const: CORS_ALLOWED_HEADERS },
-            },
-            "Access-Control-Max-Age": { schema: { type: "string" } },
-          },
         },
       },
     },

@@ -114,17 +114,13 @@ export function contractViolation(exchange: Exchange, functionName?: string): st
   const method = exchange.method.toLowerCase();
   const name = `${exchange.method} ${pathname} → ${exchange.status}`;
   const problems = (() => {
-    if (method === "options") {
-      return responseProblems(exchange, "/components/responses/Preflight", 204, false);
-    }
+    if (method === "options") return answerProblems(exchange, OFF_PATH.preflight, false);
     const item = described().document.paths[path];
     // A HEAD answer's body is the server's to drop: only its status and headers are checked.
     const readBody = method !== "head";
-    if (item === undefined) {
-      return responseProblems(exchange, "/components/responses/NotFound", 404, readBody);
-    }
+    if (item === undefined) return answerProblems(exchange, OFF_PATH.notFound, readBody);
     if (!OPERATION_METHODS.has(method) || item[method] === undefined) {
-      return responseProblems(exchange, "/components/responses/MethodNotAllowed", 405, readBody);
+      return answerProblems(exchange, OFF_PATH.methodNotAllowed, readBody);
     }
     const status = String(exchange.status);
     const responses = item[method].responses as Json;
@@ -139,6 +135,39 @@ export function contractViolation(exchange: Exchange, functionName?: string): st
     : `docs/openapi.json does not describe ${name}: ${problems.join("; ")}\n${
       exchange.body.slice(0, 500)
     }`;
+}
+
+/**
+ * What the document's prose says of answers no operation describes (an OpenAPI path cannot stand
+ * for "any other path"): their status, required headers and the error body's schema.
+ */
+interface OffPathAnswer {
+  readonly status: number;
+  readonly requiredHeaders: readonly string[];
+  /** The body's schema (a component), or null for no body. */
+  readonly schema: string | null;
+}
+
+const OFF_PATH = {
+  preflight: { status: 204, requiredHeaders: [], schema: null },
+  notFound: { status: 404, requiredHeaders: [], schema: "/components/schemas/NotFoundError" },
+  methodNotAllowed: {
+    status: 405,
+    requiredHeaders: ["Allow"],
+    schema: "/components/schemas/MethodNotAllowedError",
+  },
+} as const satisfies Record<string, OffPathAnswer>;
+
+function answerProblems(exchange: Exchange, answer: OffPathAnswer, readBody: boolean): string[] {
+  if (exchange.status !== answer.status) return [`expected ${answer.status} there`];
+  const problems = answer.requiredHeaders.filter((header) => !exchange.headers.has(header))
+    .map((header) => `no ${header} header`);
+  if (!readBody) return problems;
+  if (answer.schema === null) {
+    if (exchange.body !== "") problems.push("a body where none is described");
+    return problems;
+  }
+  return [...problems, ...bodyProblems(exchange, answer.schema)];
 }
 
 function responseProblems(
@@ -163,24 +192,27 @@ function responseProblems(
     if (exchange.body !== "") problems.push("a body where none is described");
     return problems;
   }
+  return [...problems, ...bodyProblems(exchange, `${base}/content/application~1json/schema`)];
+}
+
+/** What is wrong with the exchange's JSON body by the schema at `schemaPointer`. */
+function bodyProblems(exchange: Exchange, schemaPointer: string): string[] {
   const mediaType = exchange.headers.get("content-type")?.split(";")[0].trim();
   if (mediaType !== "application/json") {
-    return [...problems, `content-type ${mediaType ?? "none"}, not application/json`];
+    return [`content-type ${mediaType ?? "none"}, not application/json`];
   }
   let body: unknown;
   try {
     body = JSON.parse(exchange.body);
   } catch {
-    return [...problems, "a body that is not JSON"];
+    return ["a body that is not JSON"];
   }
-  const validate = validatorAt(`${base}/content/application~1json/schema`);
-  if (!validate(body)) {
-    // An error's code first: a code the status does not list fails every branch of its oneOf.
-    const code = (body as { error?: { code?: unknown } } | null)?.error?.code;
-    const which = typeof code === "string" ? `error code ${code}: ` : "";
-    problems.push(which + described().ajv.errorsText(validate.errors, { dataVar: "body" }));
-  }
-  return problems;
+  const validate = validatorAt(schemaPointer);
+  if (validate(body)) return [];
+  // An error's code first: a code the status does not list fails every branch of its anyOf.
+  const code = (body as { error?: { code?: unknown } } | null)?.error?.code;
+  const which = typeof code === "string" ? `error code ${code}: ` : "";
+  return [which + described().ajv.errorsText(validate.errors, { dataVar: "body" })];
 }
 
 /** Reads `response` (a clone) and checks the exchange; throws the violation, if any. */

@@ -113,7 +113,9 @@ function errorAnswerSchema(code: ErrorCode): z.ZodType {
   const details = (ERROR_DETAILS as Partial<Record<ErrorCode, z.ZodRawShape>>)[code] ?? {};
   return z.strictObject({
     error: z.strictObject({
-      code: z.literal(code),
+      // One of ErrorCode, this one: the enum is referenced (so the description uses it) and the
+      // type stays the literal (ErrorCode & "code").
+      code: z.intersection(errorCodeSchema, z.literal(code)),
       message: described(z.string(), "For people; the code is what a program reads."),
       ...details,
     }),
@@ -127,3 +129,14 @@ function errorAnswerSchema(code: ErrorCode): z.ZodType {
 export const ERROR_ANSWERS = Object.fromEntries(
   ERROR_CODES.map((code) => [code, errorAnswerSchema(code)]),
 ) as { readonly [C in ErrorCode]: z.ZodType<ErrorAnswer<C>> };
+
+/**
+ * Any error's body: every operation's `default` answer, for the codes it does not list (a path not
+ * described, another method, the local server's own, and codes a later v1 adds).
+ */
+export const anyErrorAnswerSchema = z.union(
+  Object.values(ERROR_ANSWERS) as [z.ZodType, z.ZodType, ...z.ZodType[]],
+).register(apiSchemas, {
+  id: "ErrorAnswer",
+  description: "The body of any error: `error.code` says which (ErrorCode lists every one).",
+});

@@ -1,4 +1,6 @@
 // Type checks only (not bundled): the adapters are what the published kits' own types ask for.
+// tests/wallet_kits_test.ts copies this file into the docs' React app's src/ (beside the page's
+// vault.ts) for one `tsc -b`, then removes it.
 import { createAuthenticationAdapter } from "@rainbow-me/rainbowkit";
 import type { CreateAppKit } from "@reown/appkit";
 import { createVaultSiwx } from "@wallet-vault/client/appkit-siwx";
