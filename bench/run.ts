@@ -216,9 +216,10 @@ async function trail(engine: Engine) {
   const keys = serverEnv();
   let server: ServerProcess | null = null;
   try {
+    const credential = await benchCredential(db);
     server = await engine.startServer(db, keys);
     const [creator] = await creators(server.url, 1);
-    const scenarios = (url: string) => routeScenarios(url, keys.SERVER_REVEAL_TOKEN, [creator], []);
+    const scenarios = (url: string) => routeScenarios(url, credential, [creator], []);
     // The creator's own activity at 0: its saves, and enough reveals for a full second page.
     for (let i = 0; i < 120; i++) {
       const { request, ok } = scenarios(server.url).reveal(0, i)!;
