@@ -24,7 +24,7 @@ export const ROUTES = {
   },
   "wallet-proof": {
     label: "POST /api/auth/wallet-proof",
-    floor: "one signature recovery (WebAssembly libsecp256k1, as the route) + one upsert",
+    floor: "one signature recovery (WebAssembly, as the route), one ES256 signature + one upsert",
   },
   list: {
     label: "GET /api/secrets (7 stored)",

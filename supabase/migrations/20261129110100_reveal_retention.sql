@@ -1,6 +1,6 @@
--- The reveal now names its event to the caller (so a decryption failure takes back exactly that
--- reveal's last use), and expires a bounded number of old events as it records its own (the
--- operator's retention, AUDIT_RETENTION_DAYS).
+-- The reveal checks its live-run credential, names its event to the caller (so a decryption failure
+-- takes back exactly that reveal's last use), and expires a bounded number of old events as it
+-- records its own (the operator's retention, AUDIT_RETENTION_DAYS).
 
 -- Deletes at most 16 events older than `retention_days` (null: kept forever), oldest first, among
 -- the 16 lowest ids: ids follow insertion, so the expired ones are there, and the read is bounded
@@ -16,18 +16,28 @@ create function public.expire_secret_events(retention_days integer) returns void
         for update skip locked);
   $$;
 
+-- The reveal of 20261126100500_vault.sql, with the live-run credential checked in the same
+-- statement (the lines marked "credential"), the reveal event's id returned (so a decryption
+-- failure takes back exactly that reveal's last use), and a few expired events deleted with each
+-- recorded reveal (`retention_days`, AUDIT_RETENTION_DAYS; null: kept forever). `credential_hash`
+-- is the SHA-256 of the presented credential; null only when the caller matched the deprecated
+-- SERVER_REVEAL_TOKEN itself, which reveals every type and names no credential in its events (they
+-- read as every event before credentials did). `every_type`: the request named no types, so
+-- `secret_types` is every type and the reveal asks for those the credential may reveal. Outcomes
+-- added: 'credential_refused' (unknown, revoked or expired: nothing counted, read or recorded here;
+-- the caller counts it against the client's budget), 'out_of_scope' (within the creator's limit,
+-- recorded as a refused reveal naming the types asked for), 'credential_rate_limited' (past the
+-- credential's own limit). Every row carries the credential's name (null for the legacy token), for
+-- the caller's logs, and, when revealed, the reveal event's id.
 drop function public.reveal_user_secrets(uuid, uuid, text[], text, integer, integer, integer);
-
--- As before (20261126100500_vault.sql), with two additions marked "issue 40": each 'revealed' row
--- carries the reveal event's id, and a recorded reveal expires old events (at most 16; none when
--- `retention_days` is null, kept forever).
 create function public.reveal_user_secrets(
   session_id uuid, user_id uuid, secret_types text[], token_bucket text, creator_limit integer,
-  token_limit integer, window_seconds integer, retention_days integer default null
+  token_limit integer, window_seconds integer, credential_hash bytea default null,
+  every_type boolean default false, retention_days integer default null
 )
   returns table (
     outcome text, secret_type text, ciphertext bytea, iv bytea, key_id text, updated_at timestamptz,
-    retry_after integer, event_id bigint
+    retry_after integer, credential_name text, event_id bigint
   )
   language plpgsql security definer set search_path = pg_catalog, pg_temp
   as $$
@@ -35,25 +45,54 @@ create function public.reveal_user_secrets(
   declare
     attempt record;
     locked boolean;
+    -- credential: its name and scope; none for the legacy token, whose events read as before
+    credential text := null;
+    scope text[] := null;
   begin
+    -- credential: live, unexpired, unrevoked, or refused before anything else is looked at
+    if reveal_user_secrets.credential_hash is not null then
+      select c.name, c.secret_types into credential, scope
+        from public.live_run_credentials c
+       where c.token_hash = reveal_user_secrets.credential_hash and c.revoked_at is null
+         and (c.expires_at is null or c.expires_at > now());
+      if not found then
+        return query select 'credential_refused'::text, null::text, null::bytea, null::bytea,
+          null::text, null::timestamptz, null::integer, null::text, null::bigint;
+        return;
+      end if;
+      if reveal_user_secrets.every_type then
+        reveal_user_secrets.secret_types := array(
+          select t from unnest(reveal_user_secrets.secret_types) with ordinality as u (t, n)
+           where t = any(scope) order by n);
+      end if;
+    end if;
     select u.reveals_locked_at is not null into locked
       from public.auth_sessions s join public.wallet_users u on u.id = s.user_id
      where s.id = reveal_user_secrets.session_id and s.user_id = reveal_user_secrets.user_id
        and public.auth_session_is_live(s.revoked_at, s.expires_at);
     if not found then
       return query select 'session_revoked'::text, null::text, null::bytea, null::bytea, null::text,
-        null::timestamptz, null::integer, null::bigint;
+        null::timestamptz, null::integer, credential, null::bigint;
       return;
     end if;
     select * into attempt from public.hit_rate_limit(
       'vault:reveal:user:' || reveal_user_secrets.user_id, reveal_user_secrets.window_seconds);
     if attempt.hits <= reveal_user_secrets.creator_limit then
       if locked then
-        insert into public.secret_events (user_id, secret_types, action, reason)
+        insert into public.secret_events (user_id, secret_types, action, reason, credential_name)
           values (reveal_user_secrets.user_id, reveal_user_secrets.secret_types, 'reveal_refused',
-            'vault_locked');
+            'vault_locked', credential);
         return query select 'vault_locked'::text, null::text, null::bytea, null::bytea, null::text,
-          null::timestamptz, null::integer, null::bigint;
+          null::timestamptz, null::integer, credential, null::bigint;
+        return;
+      end if;
+      -- credential: a type outside its scope refuses the whole reveal, and the trail says so
+      if scope is not null and not (reveal_user_secrets.secret_types <@ scope) then
+        insert into public.secret_events (user_id, secret_types, action, reason, credential_name)
+          values (reveal_user_secrets.user_id, reveal_user_secrets.secret_types, 'reveal_refused',
+            'out_of_scope', credential);
+        return query select 'out_of_scope'::text, null::text, null::bytea, null::bytea,
+          null::text, null::timestamptz, null::integer, credential, null::bigint;
         return;
       end if;
       select * into attempt from public.hit_rate_limit(
@@ -68,23 +107,27 @@ create function public.reveal_user_secrets(
              where s.user_id = reveal_user_secrets.user_id
                and s.secret_type = any(reveal_user_secrets.secret_types)
           ), audited as (
-            insert into public.secret_events (user_id, secret_types, action)
-              select r.user_id, array_agg(r.secret_type order by r.position), 'reveal'
+            insert into public.secret_events (user_id, secret_types, action, credential_name)
+              select r.user_id, array_agg(r.secret_type order by r.position), 'reveal', credential
                 from revealed r group by r.user_id
-            returning id -- issue 40
+            returning id
           )
           select 'revealed'::text, r.secret_type, r.ciphertext, r.iv, r.key_id, r.updated_at,
-                 null::integer, (select a.id from audited a) -- issue 40
+                 null::integer, credential, (select a.id from audited a)
             from revealed r order by r.position;
-        -- issue 40: the trail's growth pays for its own expiry, a few rows at a time.
+        -- The trail's growth pays for its own expiry, a few rows at a time.
         if reveal_user_secrets.retention_days is not null then
           perform public.expire_secret_events(reveal_user_secrets.retention_days);
         end if;
         return;
       end if;
+      -- credential: past its own limit (a leaked one used for mass reveal), told apart for the log
+      return query select 'credential_rate_limited'::text, null::text, null::bytea, null::bytea,
+        null::text, null::timestamptz, greatest(1, attempt.retry_after), credential, null::bigint;
+      return;
     end if;
     return query select 'rate_limited'::text, null::text, null::bytea, null::bytea, null::text,
-      null::timestamptz, greatest(1, attempt.retry_after), null::bigint;
+      null::timestamptz, greatest(1, attempt.retry_after), credential, null::bigint;
   end
   $$;
 
@@ -114,9 +157,12 @@ create function public.record_reveal_failure(
       update public.secret_last_reveals l
          set revealed_at = case when l.event_id = record_reveal_failure.reveal_event_id
                then l.previous_revealed_at else l.revealed_at end,
+             credential_name = case when l.event_id = record_reveal_failure.reveal_event_id
+               then l.previous_credential_name else l.credential_name end,
              event_id = case when l.event_id = record_reveal_failure.reveal_event_id
                then l.previous_event_id else l.event_id end,
-             previous_revealed_at = null, previous_event_id = null
+             previous_revealed_at = null, previous_event_id = null,
+             previous_credential_name = null
         from recorded r
        where l.user_id = r.user_id
          and record_reveal_failure.reveal_event_id in (l.event_id, l.previous_event_id)
@@ -127,10 +173,10 @@ create function public.record_reveal_failure(
 -- The service's alone: Supabase grants new functions to the API roles by default.
 revoke all on function public.expire_secret_events(integer) from public, anon, authenticated;
 revoke all on function public.reveal_user_secrets(uuid, uuid, text[], text, integer, integer,
-  integer, integer) from public, anon, authenticated;
+  integer, bytea, boolean, integer) from public, anon, authenticated;
 revoke all on function public.record_reveal_failure(uuid, uuid, text[], bigint)
   from public, anon, authenticated;
 grant execute on function public.reveal_user_secrets(uuid, uuid, text[], text, integer, integer,
-  integer, integer) to service_role;
+  integer, bytea, boolean, integer) to service_role;
 grant execute on function public.record_reveal_failure(uuid, uuid, text[], bigint)
   to service_role;
