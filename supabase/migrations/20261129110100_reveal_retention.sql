@@ -5,15 +5,19 @@
 -- Deletes at most 16 events older than `retention_days` (null: kept forever), oldest first, among
 -- the 16 lowest ids: ids follow insertion, so the expired ones are there, and the read is bounded
 -- however long the trail. Rows another transaction is deleting are skipped, never waited on.
+-- PL/pgSQL so each connection keeps the delete's plan: a SQL function with its own search_path is
+-- planned again at every call, which cost a reveal more than the delete itself.
 create function public.expire_secret_events(retention_days integer) returns void
-  language sql security definer set search_path = pg_catalog, pg_temp
+  language plpgsql security definer set search_path = pg_catalog, pg_temp
   as $$
+  begin
     delete from public.secret_events e
      where e.id in (
        select o.id from public.secret_events o
         where o.id = any(array(select h.id from public.secret_events h order by h.id limit 16))
           and o.occurred_at < now() - make_interval(days => expire_secret_events.retention_days)
         for update skip locked);
+  end
   $$;
 
 -- The reveal of 20261126100500_vault.sql, with the live-run credential checked in the same
