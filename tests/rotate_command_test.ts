@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import type { Database } from "../functions/_shared/db/db.ts";
 import { openDatabase } from "../server/database.ts";
-import type { EncryptionKeySpec } from "../functions/_shared/config/keyring.ts";
+import type { EncryptionKeySpec } from "../functions/_shared/config/encryption-keys.ts";
 import { importKeyring } from "../functions/_shared/vault/vault-crypto.ts";
 import { migrate } from "../server/migrations.ts";
 import { type Engine, openTestDatabase, testEngines } from "./support/database.ts";

@@ -5,7 +5,7 @@
  * reach, and errors that carry no key material.
  */
 import assert from "node:assert/strict";
-import type { EncryptionKeySpec } from "../functions/_shared/config/keyring.ts";
+import type { EncryptionKeySpec } from "../functions/_shared/config/encryption-keys.ts";
 import { ServiceError } from "../functions/_shared/http/errors.ts";
 import { createKeyring, importKeyring } from "../functions/_shared/vault/vault-crypto.ts";
 

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { decodeJwt } from "jose";
 import { createServiceContext } from "../functions/_shared/context.ts";
 import { asCreator, type CreatorClaims } from "./support/as-creator.ts";
-import type { EncryptionKeySpec } from "../functions/_shared/config/keyring.ts";
+import type { EncryptionKeySpec } from "../functions/_shared/config/encryption-keys.ts";
 import { silentLogger } from "./support/log.ts";
 import { SECRET_TYPES, type SecretType } from "../functions/_shared/vault/secret-types.ts";
 import { serviceSigner, strangerSigner } from "./support/session-signers.ts";

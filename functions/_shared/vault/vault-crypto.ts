@@ -7,7 +7,7 @@
  * cost a reveal of seven values several times the decryptions themselves.
  */
 import { createCipheriv, createDecipheriv } from "node:crypto";
-import type { EncryptionKeySpec } from "../config/keyring.ts";
+import type { EncryptionKeySpec } from "../config/encryption-keys.ts";
 import { ServiceError } from "../http/errors.ts";
 import type { SecretType } from "./secret-types.ts";
 
