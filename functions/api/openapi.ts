@@ -16,7 +16,7 @@ import { USER_SECRETS_OPERATIONS } from "../user-secrets/openapi-vault.ts";
 import { CREATOR_WALLET_PROOF_OPERATIONS } from "../wallet-proof/openapi-creator-controls.ts";
 import { WALLET_PROOF_OPERATIONS } from "../wallet-proof/openapi-sign-in.ts";
 import { WELL_KNOWN_OPERATIONS } from "../wallet-proof/well-known.ts";
-import { type Json, override, pathItem, schemaRef } from "./openapi-path-items.ts";
+import { type Json, override, pathItem } from "./openapi-path-items.ts";
 
 /**
  * Where the api function serves this document, below its own name. Exported apart from its
