@@ -15,7 +15,7 @@
 import { parseArgs } from "node:util";
 import { parseStorageConfig } from "../functions/_shared/config/config.ts";
 import { openDatabase } from "../server/database.ts";
-import { importKeyring } from "../functions/_shared/vault/vault-crypto.ts";
+import { createKeyring } from "../functions/_shared/vault/vault-crypto.ts";
 import { lockDataDir, secureDataDir } from "../server/data-dir.ts";
 import { exists, localEnv, parseOrExit, stepOrExit } from "../server/local-settings.ts";
 import { DEFAULT_BATCH_SIZE, rotateKeys, ROTATION_EXIT } from "./lib/key-rotation.ts";
@@ -49,7 +49,7 @@ if (config.database.engine === "pglite") {
   await stepOrExit(() => lockDataDir(dataDir));
 }
 
-const keyring = await importKeyring(config.encryptionKeys);
+const keyring = createKeyring(config.encryptionKeys);
 const db = await stepOrExit(() => openDatabase(config.database));
 const stop = new AbortController();
 const onInterrupt = () => {

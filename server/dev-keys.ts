@@ -14,7 +14,7 @@ import {
   generateLiveRunCredential,
   isLiveRunCredential,
 } from "../functions/_shared/auth/live-run-credential-format.ts";
-import { DEV_ENCRYPTION_KEY_MARK } from "../functions/_shared/config/keyring.ts";
+import { DEV_ENCRYPTION_KEY_MARK } from "../functions/_shared/config/encryption-keys.ts";
 import { DEV_KID_PREFIX } from "../functions/_shared/auth/session-keys.ts";
 import { HAS_MODES } from "./data-dir.ts";
 
@@ -53,7 +53,7 @@ export function generateDevSigningKey(): Record<string, unknown> {
 
 /**
  * Fresh development keys, each marked so that production refuses them even after they are copied
- * into its environment: the encryption key by DEV_ENCRYPTION_KEY_MARK (config/keyring.ts), the
+ * into its environment: the encryption key by DEV_ENCRYPTION_KEY_MARK (config/encryption-keys.ts), the
  * signing key by its kid (DEV_KID_PREFIX), the credential by its format (config.ts refuses one as
  * SERVER_REVEAL_TOKEN). The encryption key is the mark's 12 bytes and 20 random ones.
  */

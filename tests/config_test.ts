@@ -12,7 +12,10 @@ import {
 import type { AppConfig } from "../functions/_shared/config/app-config.ts";
 import { ENV_VARS, readEnvVars } from "../functions/_shared/config/env-schema.ts";
 import { preparesStatements } from "../functions/_shared/config/parse.ts";
-import { DEV_ENCRYPTION_KEY_MARK, DEV_SECRET_PREFIX } from "../functions/_shared/config/keyring.ts";
+import {
+  DEV_ENCRYPTION_KEY_MARK,
+  DEV_SECRET_PREFIX,
+} from "../functions/_shared/config/encryption-keys.ts";
 import { DEV_KID_PREFIX } from "../functions/_shared/auth/session-keys.ts";
 import { generateDevKeys, loadOrCreateDevKeys, withDevKeys } from "../server/dev-keys.ts";
 import { isLiveRunCredential } from "../functions/_shared/auth/live-run-credential-format.ts";

@@ -7,8 +7,8 @@
 import assert from "node:assert/strict";
 import type { Database } from "../functions/_shared/db/db.ts";
 import { openDatabase } from "../server/database.ts";
-import type { EncryptionKeySpec } from "../functions/_shared/config/keyring.ts";
-import { importKeyring } from "../functions/_shared/vault/vault-crypto.ts";
+import type { EncryptionKeySpec } from "../functions/_shared/config/encryption-keys.ts";
+import { createKeyring } from "../functions/_shared/vault/vault-crypto.ts";
 import { migrate } from "../server/migrations.ts";
 import { type Engine, openTestDatabase, testEngines } from "./support/database.ts";
 
@@ -39,7 +39,7 @@ async function storeSealed(
   secretType: (typeof TYPES)[number],
   value: string,
 ): Promise<void> {
-  const sealed = await (await importKeyring(keys)).encrypt(value, { userId, secretType });
+  const sealed = createKeyring(keys).encrypt(value, { userId, secretType });
   await db.query(
     `insert into public.user_secrets (user_id, secret_type, ciphertext, iv, key_id)
      values ($1, $2, $3, $4, $5)`,
@@ -168,10 +168,10 @@ rotateTest(
       }
     >("select user_id, secret_type, ciphertext, iv, key_id from public.user_secrets");
     assert.equal(rows.length, values.size);
-    const onlyNew = await importKeyring([k2]);
+    const onlyNew = createKeyring([k2]);
     for (const row of rows) {
       assert.equal(row.key_id, "k2");
-      const opened = await onlyNew.decrypt(
+      const opened = onlyNew.decrypt(
         { ciphertext: row.ciphertext, iv: row.iv, keyId: row.key_id },
         { userId: row.user_id, secretType: row.secret_type as (typeof TYPES)[number] },
       );

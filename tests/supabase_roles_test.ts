@@ -14,7 +14,7 @@
 import assert from "node:assert/strict";
 import postgres from "postgres";
 import { openDatabase } from "../server/database.ts";
-import { importKeyring } from "../functions/_shared/vault/vault-crypto.ts";
+import { createKeyring } from "../functions/_shared/vault/vault-crypto.ts";
 import { rotateKeys } from "../scripts/lib/key-rotation.ts";
 import {
   addCredential,
@@ -294,7 +294,7 @@ Deno.test({
         }));
         const [k1] = app.config.encryptionKeys;
         const k2 = { id: "k2", key: crypto.getRandomValues(new Uint8Array(32)) };
-        const report = await rotateKeys(db, await importKeyring([k2, k1]));
+        const report = await rotateKeys(db, createKeyring([k2, k1]));
         assert.equal(report.rotated, 2, "the remaining row of each creator");
         assert.deepEqual(report.rowsByKeyId, { k2: 2 });
       });

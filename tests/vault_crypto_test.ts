@@ -5,9 +5,9 @@
  * reach, and errors that carry no key material.
  */
 import assert from "node:assert/strict";
-import type { EncryptionKeySpec } from "../functions/_shared/config/keyring.ts";
+import type { EncryptionKeySpec } from "../functions/_shared/config/encryption-keys.ts";
 import { ServiceError } from "../functions/_shared/http/errors.ts";
-import { createKeyring, importKeyring } from "../functions/_shared/vault/vault-crypto.ts";
+import { createKeyring } from "../functions/_shared/vault/vault-crypto.ts";
 
 const key = (id: string): EncryptionKeySpec => ({
   id,
@@ -17,37 +17,37 @@ const ALICE = "0b8f4c2e-5d7a-4e1b-9c3f-2a6d8e0f1b2c";
 const BOB = "7e1d3a5c-9b2f-4c6e-8a0d-1f3b5d7e9a2c";
 const base64 = (bytes: Uint8Array) => btoa(String.fromCharCode(...bytes));
 
-async function rejectsWith(promise: Promise<unknown>, code: string): Promise<ServiceError> {
+function throwsWith(act: () => unknown, code: string): ServiceError {
   try {
-    await promise;
+    act();
   } catch (error) {
     assert.ok(error instanceof ServiceError, `expected a ServiceError, got ${error}`);
     assert.equal(error.code, code);
     return error;
   }
-  assert.fail(`expected ${code}, but it resolved`);
+  assert.fail(`expected ${code}, but it returned`);
 }
 
-Deno.test("a value round-trips, as ciphertext with a 96-bit IV and a 128-bit tag", async () => {
-  const keyring = await importKeyring([key("k1")]);
+Deno.test("a value round-trips, as ciphertext with a 96-bit IV and a 128-bit tag", () => {
+  const keyring = createKeyring([key("k1")]);
   const value = "sk-live-ünïcødé-🔑-" + crypto.randomUUID();
-  const sealed = await keyring.encrypt(value, { userId: ALICE, secretType: "provider_b_key" });
+  const sealed = keyring.encrypt(value, { userId: ALICE, secretType: "provider_b_key" });
   assert.equal(sealed.keyId, "k1");
   assert.equal(sealed.iv.length, 12);
   assert.equal(sealed.ciphertext.length, new TextEncoder().encode(value).length + 16);
   assert.ok(!new TextDecoder().decode(sealed.ciphertext).includes(value.slice(0, 8)));
   assert.equal(
-    await keyring.decrypt(sealed, { userId: ALICE, secretType: "provider_b_key" }),
+    keyring.decrypt(sealed, { userId: ALICE, secretType: "provider_b_key" }),
     value,
   );
 });
 
-Deno.test("every write gets a fresh IV, so equal values never give equal ciphertexts", async () => {
-  const keyring = await importKeyring([key("k1")]);
+Deno.test("every write gets a fresh IV, so equal values never give equal ciphertexts", () => {
+  const keyring = createKeyring([key("k1")]);
   const binding = { userId: ALICE, secretType: "provider_c_key" } as const;
   const seen = new Set<string>();
   for (let i = 0; i < 50; i++) {
-    const sealed = await keyring.encrypt("the same value", binding);
+    const sealed = keyring.encrypt("the same value", binding);
     seen.add(`${base64(sealed.iv)}|${base64(sealed.ciphertext)}`);
   }
   assert.equal(seen.size, 50);
@@ -55,52 +55,54 @@ Deno.test("every write gets a fresh IV, so equal values never give equal ciphert
   assert.equal(ivs.size, 50);
 });
 
-Deno.test("a ciphertext opens only for the creator, type and key id it was written for", async () => {
+Deno.test("a ciphertext opens only for the creator, type and key id it was written for", () => {
   const k1 = key("k1");
-  const keyring = await importKeyring([k1, { id: "k1-copy", key: k1.key }]);
-  const sealed = await keyring.encrypt("sk-bound", { userId: ALICE, secretType: "provider_b_key" });
-  await rejectsWith(
-    keyring.decrypt(sealed, { userId: BOB, secretType: "provider_b_key" }),
+  const keyring = createKeyring([k1, { id: "k1-copy", key: k1.key }]);
+  const sealed = keyring.encrypt("sk-bound", { userId: ALICE, secretType: "provider_b_key" });
+  throwsWith(
+    () => keyring.decrypt(sealed, { userId: BOB, secretType: "provider_b_key" }),
     "decryption_failed",
   );
-  await rejectsWith(
-    keyring.decrypt(sealed, { userId: ALICE, secretType: "provider_c_key" }),
+  throwsWith(
+    () => keyring.decrypt(sealed, { userId: ALICE, secretType: "provider_c_key" }),
     "decryption_failed",
   );
   // Same key bytes under another id: the id is authenticated too, so a relabelled row fails.
-  await rejectsWith(
-    keyring.decrypt({ ...sealed, keyId: "k1-copy" }, {
-      userId: ALICE,
-      secretType: "provider_b_key",
-    }),
+  throwsWith(
+    () =>
+      keyring.decrypt({ ...sealed, keyId: "k1-copy" }, {
+        userId: ALICE,
+        secretType: "provider_b_key",
+      }),
     "decryption_failed",
   );
   const flipped = new Uint8Array(sealed.ciphertext);
   flipped[0] ^= 1;
-  await rejectsWith(
-    keyring.decrypt(
-      { ...sealed, ciphertext: flipped },
-      { userId: ALICE, secretType: "provider_b_key" },
-    ),
+  throwsWith(
+    () =>
+      keyring.decrypt(
+        { ...sealed, ciphertext: flipped },
+        { userId: ALICE, secretType: "provider_b_key" },
+      ),
     "decryption_failed",
   );
 });
 
-Deno.test("the first key encrypts and every key of the keyring decrypts", async () => {
+Deno.test("the first key encrypts and every key of the keyring decrypts", () => {
   const k1 = key("k1");
   const k2 = key("k2");
-  const old = await importKeyring([k1]);
-  const rotated = await importKeyring([k2, k1]);
+  const old = createKeyring([k1]);
+  const rotated = createKeyring([k2, k1]);
   const binding = { userId: ALICE, secretType: "provider_e_key" } as const;
-  const underK1 = await old.encrypt("sk-old", binding);
+  const underK1 = old.encrypt("sk-old", binding);
   assert.equal(rotated.activeKeyId, "k2");
   assert.deepEqual(rotated.keyIds, ["k2", "k1"]);
-  assert.equal(await rotated.decrypt(underK1, binding), "sk-old");
-  const underK2 = await rotated.encrypt("sk-new", binding);
+  assert.equal(rotated.decrypt(underK1, binding), "sk-old");
+  const underK2 = rotated.encrypt("sk-new", binding);
   assert.equal(underK2.keyId, "k2");
-  assert.equal(await rotated.decrypt(underK2, binding), "sk-new");
+  assert.equal(rotated.decrypt(underK2, binding), "sk-new");
   // A keyring without k2 cannot read it, and says so by type, never by key.
-  const error = await rejectsWith(old.decrypt(underK2, binding), "encryption_key_unavailable");
+  const error = throwsWith(() => old.decrypt(underK2, binding), "encryption_key_unavailable");
   assert.match(error.message, /provider_e_key/);
   assert.deepEqual(error.details, { secretType: "provider_e_key" });
   for (const material of [base64(k1.key), base64(k2.key)]) {
@@ -110,15 +112,15 @@ Deno.test("the first key encrypts and every key of the keyring decrypts", async 
 
 Deno.test("a key id reused with other key bytes fails to decrypt instead of giving garbage", async () => {
   const binding = { userId: BOB, secretType: "provider_d_key" } as const;
-  const sealed = await (await importKeyring([key("k1")])).encrypt("sk-d", binding);
-  const impostor = await importKeyring([key("k1")]);
-  const error = await rejectsWith(impostor.decrypt(sealed, binding), "decryption_failed");
+  const sealed = await createKeyring([key("k1")]).encrypt("sk-d", binding);
+  const impostor = createKeyring([key("k1")]);
+  const error = throwsWith(() => impostor.decrypt(sealed, binding), "decryption_failed");
   assert.match(error.message, /provider_d_key/);
 });
 
 Deno.test("the stored format is AES-256-GCM's as WebCrypto writes it: either side opens what the other sealed", async () => {
   const spec = key("k1");
-  const keyring = await importKeyring([spec]);
+  const keyring = createKeyring([spec]);
   const subtleKey = await crypto.subtle.importKey(
     "raw",
     new Uint8Array(spec.key),
@@ -140,10 +142,10 @@ Deno.test("the stored format is AES-256-GCM's as WebCrypto writes it: either sid
     await crypto.subtle.encrypt(params, subtleKey, new TextEncoder().encode("sk-from-subtle")),
   );
   assert.equal(
-    await keyring.decrypt({ ciphertext: bySubtle, iv, keyId: "k1" }, binding),
+    keyring.decrypt({ ciphertext: bySubtle, iv, keyId: "k1" }, binding),
     "sk-from-subtle",
   );
-  const sealed = await keyring.encrypt("sk-from-keyring", binding);
+  const sealed = keyring.encrypt("sk-from-keyring", binding);
   const opened = await crypto.subtle.decrypt(
     { ...params, iv: new Uint8Array(sealed.iv) },
     subtleKey,
@@ -152,23 +154,23 @@ Deno.test("the stored format is AES-256-GCM's as WebCrypto writes it: either sid
   assert.equal(new TextDecoder().decode(opened), "sk-from-keyring");
 });
 
-Deno.test("a ciphertext shorter than its tag, or an IV of another length, fails as decryption_failed", async () => {
-  const keyring = await importKeyring([key("k1")]);
+Deno.test("a ciphertext shorter than its tag, or an IV of another length, fails as decryption_failed", () => {
+  const keyring = createKeyring([key("k1")]);
   const binding = { userId: BOB, secretType: "provider_a_api_key" } as const;
-  const sealed = await keyring.encrypt("sk-a", binding);
-  await rejectsWith(
-    keyring.decrypt({ ...sealed, ciphertext: sealed.ciphertext.subarray(0, 15) }, binding),
+  const sealed = keyring.encrypt("sk-a", binding);
+  throwsWith(
+    () => keyring.decrypt({ ...sealed, ciphertext: sealed.ciphertext.subarray(0, 15) }, binding),
     "decryption_failed",
   );
-  await rejectsWith(
-    keyring.decrypt({ ...sealed, iv: new Uint8Array(16) }, binding),
+  throwsWith(
+    () => keyring.decrypt({ ...sealed, iv: new Uint8Array(16) }, binding),
     "decryption_failed",
   );
 });
 
-Deno.test("the keyring holds no key material where a caller could read it", async () => {
+Deno.test("the keyring holds no key material where a caller could read it", () => {
   const spec = key("k1");
-  const keyring = await importKeyring([spec]);
+  const keyring = createKeyring([spec]);
   const shown = JSON.stringify(keyring) + Object.values(keyring).map(String).join();
   assert.ok(!shown.includes(base64(spec.key)));
   assert.deepEqual(Object.keys(keyring).sort(), [
@@ -176,15 +178,14 @@ Deno.test("the keyring holds no key material where a caller could read it", asyn
     "decrypt",
     "encrypt",
     "keyIds",
-    "ready",
   ]);
 });
 
-Deno.test("an empty keyring refuses to encrypt with not_configured", async () => {
+Deno.test("an empty keyring refuses to encrypt with not_configured", () => {
   const keyring = createKeyring([]);
   assert.equal(keyring.activeKeyId, null);
-  await rejectsWith(
-    keyring.encrypt("x", { userId: ALICE, secretType: "provider_b_key" }),
+  throwsWith(
+    () => keyring.encrypt("x", { userId: ALICE, secretType: "provider_b_key" }),
     "not_configured",
   );
 });

@@ -7,11 +7,11 @@ import assert from "node:assert/strict";
 import { decodeJwt } from "jose";
 import { createServiceContext } from "../functions/_shared/context.ts";
 import { asCreator, type CreatorClaims } from "./support/as-creator.ts";
-import type { EncryptionKeySpec } from "../functions/_shared/config/keyring.ts";
+import type { EncryptionKeySpec } from "../functions/_shared/config/encryption-keys.ts";
 import { silentLogger } from "./support/log.ts";
 import { SECRET_TYPES, type SecretType } from "../functions/_shared/vault/secret-types.ts";
 import { serviceSigner, strangerSigner } from "./support/session-signers.ts";
-import { importKeyring } from "../functions/_shared/vault/vault-crypto.ts";
+import { createKeyring } from "../functions/_shared/vault/vault-crypto.ts";
 import { createLocalApp } from "../server/app.ts";
 import { MAX_PASSES, rotateKeys } from "../scripts/lib/key-rotation.ts";
 import { bearer, type SignedIn, signIn, TEST_ORIGIN, type TestApp } from "./support/app.ts";
@@ -1013,7 +1013,7 @@ describeWithDatabase("vault key rotation", {
     assert.equal(rowsBefore.length, 9);
 
     const k2 = newKey("k2");
-    const keyring = await importKeyring([k2, k1]);
+    const keyring = createKeyring([k2, k1]);
     // Interrupted after its first batch: what it did is committed, and a second run continues.
     const stop = new AbortController();
     const first = await rotateKeys(db, keyring, {
@@ -1071,7 +1071,7 @@ describeWithDatabase("vault key rotation", {
     const [first] = [...creators].sort((a, b) => a.userId.localeCompare(b.userId));
     const [k1] = app.config.encryptionKeys;
     const k2 = newKey("k2");
-    const keyring = await importKeyring([k2, k1]);
+    const keyring = createKeyring([k2, k1]);
     // An instance still on the old keyring saves the first creator's row again, after the pass
     // has gone by it: once, then after every batch.
     const straggler = uniqueValue("sk-straggler");
@@ -1117,7 +1117,7 @@ describeWithDatabase("vault key rotation", {
       "update public.user_secrets set key_id = 'k0' where user_id = $1 and secret_type = 'provider_d_key'",
       [creator.userId],
     );
-    const report = await rotateKeys(db, await importKeyring([k3, k2]), { batchSize: 1 });
+    const report = await rotateKeys(db, createKeyring([k3, k2]), { batchSize: 1 });
     assert.equal(report.rotated, 1);
     assert.equal(report.skipped, 1);
     assert.deepEqual(report.problems, [{

@@ -10,7 +10,7 @@ import { sessionEnded, type TokenIdentity } from "../_shared/auth/session-tokens
 import { fromHex, toHex } from "../_shared/bytes.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import { SECRET_TYPES, type SecretType } from "../_shared/vault/secret-types.ts";
-import type { ActivityEvent, ActivityKind, Actor } from "./control-answers.ts";
+import type { ActivityEvent, ActivityKind, Actor } from "./creator-control-answers.ts";
 
 export const DEFAULT_ACTIVITY_PAGE = 50;
 export const MAX_ACTIVITY_PAGE = 200;

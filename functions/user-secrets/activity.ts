@@ -14,7 +14,7 @@ import {
   MAX_ACTIVITY_PAGE,
   readActivity,
 } from "./account-store.ts";
-import type { ActivityPage } from "./control-answers.ts";
+import type { ActivityPage } from "./creator-control-answers.ts";
 import { queryParameters } from "./query-parameters.ts";
 
 /** The query string: both optional. */

@@ -11,7 +11,7 @@ import type { SessionRoute } from "../_shared/auth/session-checks.ts";
 import { json } from "../_shared/http/responses.ts";
 import { creatorAccount, readActivity } from "./account-store.ts";
 import { maskedSecret } from "./list.ts";
-import type { AccountExport } from "./control-answers.ts";
+import type { AccountExport } from "./creator-control-answers.ts";
 import { listSecrets, VAULT_WINDOW_SECONDS, type VaultDeps } from "./vault-store.ts";
 
 const EXPORT_MAX_EVENTS = 10_000;

@@ -9,7 +9,7 @@ import type { SessionRoute } from "../_shared/auth/session-checks.ts";
 import { readOptionalJson } from "../_shared/http/bodies.ts";
 import { parseRequest } from "../_shared/http/request-issues.ts";
 import { json } from "../_shared/http/responses.ts";
-import type { LockState } from "./control-answers.ts";
+import type { LockState } from "./creator-control-answers.ts";
 import { lockReveals, type VaultDeps, vaultLimits } from "./vault-store.ts";
 
 /** No body, or an empty object. */

@@ -20,7 +20,7 @@ export function putRoute({ db, keyring, config }: PutDeps): SessionRoute {
   return async function put(request, session) {
     const { secretType, value } = parsePutRequest(await readJson(request));
     // Encrypted here, before anything is written: the database only ever sees ciphertext.
-    const sealed = await keyring.encrypt(value, { userId: session.userId, secretType });
+    const sealed = keyring.encrypt(value, { userId: session.userId, secretType });
     const { updatedAt, created } = await putSecret(
       db,
       session,

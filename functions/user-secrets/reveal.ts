@@ -50,29 +50,25 @@ export function revealRoute(
    * this runs before the reveal's commit is known, and a reveal that did not commit happened for
    * no one.
    */
-  async function decryptAll(rows: readonly StoredRow[], userId: string) {
-    const outcomes = await Promise.allSettled(rows.map((row) =>
-      keyring.decrypt(
-        { ciphertext: row.ciphertext, iv: row.iv, keyId: row.key_id },
-        { userId, secretType: row.secret_type },
-      )
-    ));
+  function decryptAll(rows: readonly StoredRow[], userId: string) {
     const unread: { row: StoredRow; reason: KeyFailure }[] = [];
     const revealed: RevealedSecret[] = [];
-    outcomes.forEach((outcome, index) => {
-      const row = rows[index];
-      if (outcome.status === "fulfilled") {
+    for (const row of rows) {
+      try {
         revealed.push({
           secretType: row.secret_type,
-          value: outcome.value,
+          value: keyring.decrypt(
+            { ciphertext: row.ciphertext, iv: row.iv, keyId: row.key_id },
+            { userId, secretType: row.secret_type },
+          ),
           updatedAt: row.updated_at.toISOString(),
         });
-        return;
+      } catch (error) {
+        const reason = keyFailure(error);
+        if (reason === null) throw error;
+        unread.push({ row, reason });
       }
-      const reason = keyFailure(outcome.reason);
-      if (reason === null) throw outcome.reason;
-      unread.push({ row, reason });
-    });
+    }
     return { revealed, unread };
   }
 

@@ -191,7 +191,7 @@ export function readForReveal<R>(
   everyType: boolean,
   limits: VaultLimits,
   retentionDays: number | null,
-  open: (rows: StoredRow[]) => Promise<R>,
+  open: (rows: StoredRow[]) => R | Promise<R>,
 ): Promise<R> {
   return db.queryOverlappingCommit<Outcome & StoredRow & { credential_name: string | null }, R>({
     text: `select outcome, secret_type, ciphertext, iv, key_id, updated_at, retry_after,

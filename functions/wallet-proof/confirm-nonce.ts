@@ -16,10 +16,10 @@ import { ServiceError } from "../_shared/http/errors.ts";
 import { acceptsLoopbackOrigins, signInOriginsFor } from "../_shared/http/local-origins.ts";
 import { parseRequest } from "../_shared/http/request-issues.ts";
 import { json } from "../_shared/http/responses.ts";
-import type { ConfirmNonceAnswer } from "./creator-answers.ts";
+import type { ConfirmNonceAnswer } from "./creator-control-answers.ts";
 import { issueConfirmationNonce } from "./creator-store.ts";
 import { CONFIRM_PURPOSES, confirmStatements } from "./fresh-signature.ts";
-import { nonceMessage, requireAllowedChain, requireOrigins } from "./session-answer.ts";
+import { nonceMessage, requireAllowedChain, requireOrigins } from "./message-to-sign.ts";
 import { sessionIdsField, sessionResources } from "./sign-out-sessions.ts";
 
 export const confirmNonceRequest = z.strictObject({

@@ -6,7 +6,7 @@
  */
 import type { SessionRoute } from "../_shared/auth/session-checks.ts";
 import { json } from "../_shared/http/responses.ts";
-import type { AccountDeletedAnswer } from "./creator-answers.ts";
+import type { AccountDeletedAnswer } from "./creator-control-answers.ts";
 import { deleteAccount } from "./creator-store.ts";
 import { type ActDeps, confirmedAct, freshSignatureRequest } from "./fresh-signature.ts";
 

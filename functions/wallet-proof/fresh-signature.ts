@@ -22,7 +22,7 @@ import { ServiceError } from "../_shared/http/errors.ts";
 import { acceptsLoopbackOrigins, signInOriginsFor } from "../_shared/http/local-origins.ts";
 import { parseRequest } from "../_shared/http/request-issues.ts";
 import type { ContractProofCheck } from "./contract-proof.ts";
-import { requireOrigins } from "./session-answer.ts";
+import { requireOrigins } from "./message-to-sign.ts";
 
 /** The acts that need a fresh signature, as `purpose` names them. */
 export const CONFIRM_PURPOSES = ["unlock", "sign_out_sessions", "delete_account"] as const;

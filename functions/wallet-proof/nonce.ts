@@ -11,7 +11,7 @@ import { json } from "../_shared/http/responses.ts";
 import type { Handler } from "../_shared/http/router.ts";
 import type { NonceAnswer } from "./answers.ts";
 import { issueNonce } from "./identity-store.ts";
-import { nonceMessage, requireAllowedChain, requireOrigins } from "./session-answer.ts";
+import { nonceMessage, requireAllowedChain, requireOrigins } from "./message-to-sign.ts";
 
 export const nonceRequest = z.strictObject({
   address: z.string().regex(/^0x[0-9a-fA-F]{40}$/, "must be a 0x-prefixed 20-byte hex address")

@@ -19,7 +19,8 @@ import { parseRequest } from "../_shared/http/request-issues.ts";
 import type { Handler } from "../_shared/http/router.ts";
 import { type ContractProofCheck, nonceRefusal } from "./contract-proof.ts";
 import { signIn } from "./identity-store.ts";
-import { requireOrigins, sessionAnswer } from "./session-answer.ts";
+import { requireOrigins } from "./message-to-sign.ts";
+import { sessionAnswer } from "./session-answer.ts";
 
 const CLOCK_SKEW_MS = 60_000;
 

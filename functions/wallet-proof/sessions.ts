@@ -6,7 +6,7 @@
 import type { Database } from "../_shared/db/db.ts";
 import type { SessionRoute } from "../_shared/auth/session-checks.ts";
 import { json } from "../_shared/http/responses.ts";
-import type { SessionsAnswer } from "./creator-answers.ts";
+import type { SessionsAnswer } from "./creator-control-answers.ts";
 import { listSessions } from "./creator-store.ts";
 
 export function sessionsRoute({ db }: { readonly db: Database }): SessionRoute {

@@ -9,7 +9,7 @@ import { z } from "zod";
 import type { SessionRoute } from "../_shared/auth/session-checks.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import { json } from "../_shared/http/responses.ts";
-import type { SignOutAnswer } from "./creator-answers.ts";
+import type { SignOutAnswer } from "./creator-control-answers.ts";
 import { signOutSessions } from "./creator-store.ts";
 import { type ActDeps, confirmedAct, freshSignatureFields } from "./fresh-signature.ts";
 

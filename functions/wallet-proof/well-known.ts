@@ -7,8 +7,8 @@
  */
 import { z } from "zod";
 import { publicJwk, type SessionKeys } from "../_shared/auth/session-keys.ts";
-import type { Operation } from "../_shared/http/api-operations.ts";
-import { ok } from "../_shared/http/api-operations.ts";
+import type { Operation } from "../_shared/http/openapi-operation.ts";
+import { ok } from "../_shared/http/openapi-operation.ts";
 import { answerSchema } from "../_shared/http/answer-schema.ts";
 import { described } from "../_shared/http/api-schemas.ts";
 import { json } from "../_shared/http/responses.ts";

@@ -90,7 +90,6 @@ export async function rotateKeys(
 ): Promise<RotationReport> {
   const activeKeyId = keyring.activeKeyId;
   if (activeKeyId === null) throw new Error("The keyring is empty: configure ENCRYPTION_KEYS.");
-  await keyring.ready();
   const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
   if (!Number.isSafeInteger(batchSize) || batchSize < 1) {
     throw new Error("The batch size must be a positive integer.");
@@ -144,7 +143,7 @@ export async function rotateKeys(
         for (const row of rows) {
           if (unreadable.has(rowKey(row))) continue;
           const binding = { userId: row.user_id, secretType: row.secret_type };
-          const opened = await openRow(keyring, row);
+          const opened = openRow(keyring, row);
           if ("failure" in opened) {
             unreadable.add(rowKey(row));
             // Each unreadable row is recorded once (later passes step over it): skipped rows are
@@ -152,7 +151,7 @@ export async function rotateKeys(
             problems.push({ ...binding, keyId: row.key_id, reason: opened.failure });
             continue;
           }
-          const sealed = await keyring.encrypt(opened.value, binding);
+          const sealed = keyring.encrypt(opened.value, binding);
           await tx.query(
             `update public.user_secrets set ciphertext = $3, iv = $4, key_id = $5
               where user_id = $1 and secret_type = $2`,
@@ -220,18 +219,18 @@ async function activeKeyFailure(
       [activeKeyId],
     ));
   if (row === undefined) return null;
-  const opened = await openRow(keyring, row);
+  const opened = openRow(keyring, row);
   return "failure" in opened ? opened.failure : null;
 }
 
 /** The row's value, or why its key cannot open it; any other failure is thrown. */
-async function openRow(
+function openRow(
   keyring: Keyring,
   row: Row,
-): Promise<{ readonly value: string } | { readonly failure: KeyFailure }> {
+): { readonly value: string } | { readonly failure: KeyFailure } {
   try {
     return {
-      value: await keyring.decrypt(
+      value: keyring.decrypt(
         { ciphertext: row.ciphertext, iv: row.iv, keyId: row.key_id },
         { userId: row.user_id, secretType: row.secret_type },
       ),

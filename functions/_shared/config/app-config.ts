@@ -3,7 +3,7 @@
  * every function, route and the local server are given.
  */
 import type { DatabaseSettings } from "../db/db.ts";
-import type { EncryptionKeySpec } from "./keyring.ts";
+import type { EncryptionKeySpec } from "./encryption-keys.ts";
 import type { SessionKeys } from "../auth/session-keys.ts";
 
 export type AppEnv = "development" | "test" | "production";

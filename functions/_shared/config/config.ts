@@ -7,7 +7,11 @@
 import type { DatabaseSettings } from "../db/db.ts";
 import type { AppConfig, AppEnv } from "./app-config.ts";
 import { databaseUrl, type Env, type EnvVars, FORWARDED_FOR, readEnvVars } from "./env-schema.ts";
-import { type EncryptionKeySpec, keyringEntrySecret, parseKeyring } from "./keyring.ts";
+import {
+  encryptionKeySecret,
+  type EncryptionKeySpec,
+  parseEncryptionKeys,
+} from "./encryption-keys.ts";
 import { type ComparedSecret, comparedSecret, sharedSecrets, weakSecret } from "./weak-secrets.ts";
 import { localStackProblems } from "./local-stack.ts";
 import { isLoopbackHostname } from "../http/loopback.ts";
@@ -78,8 +82,8 @@ export function parseConfig(
   const { env, vars } = readEnv(given, defaults, REQUIRED_IN_PRODUCTION);
   const problems: string[] = [];
   const production = vars.APP_ENV === "production";
-  const { database, keyring } = storageSettings(vars, defaults, problems);
-  const encryptionKeys = keyring.map(({ id, key }): EncryptionKeySpec => ({ id, key }));
+  const { database, keys } = storageSettings(vars, defaults, problems);
+  const encryptionKeys = keys.map(({ id, key }): EncryptionKeySpec => ({ id, key }));
   const allowedOrigins = parseOrigins(vars.ALLOWED_ORIGINS, problems);
   const allowedChainIds = parseChainIds(vars.ALLOWED_CHAIN_IDS, problems);
   const publishableKeys = parsePublishableKeys(vars.SUPABASE_PUBLISHABLE_KEYS, problems);
@@ -108,7 +112,7 @@ export function parseConfig(
     problems.push(
       ...serviceSecretProblems(
         vars,
-        keyring.map(keyringEntrySecret),
+        keys.map(encryptionKeySecret),
         publicKeys(vars, publishableKeys),
       ),
     );
@@ -192,31 +196,31 @@ export function parseConfig(
 /** What re-encrypting the vault needs (vault:rotate): none of the service's own secrets. */
 export type StorageConfig = Pick<AppConfig, "appEnv" | "database" | "encryptionKeys">;
 
-/** What production requires of an operator command: the database and the keyring. */
+/** What production requires of an operator command: the database and the encryption keys. */
 const REQUIRED_FOR_STORAGE: readonly Requirement[] = [
   "DATABASE_URL (or SUPABASE_DB_URL)",
   "ENCRYPTION_KEYS (or ENCRYPTION_KEY)",
 ];
 
 /**
- * The database and the keyring alone, for an operator command that neither signs sessions nor
+ * The database and the encryption keys alone, for an operator command that neither signs sessions nor
  * answers requests: SERVER_REVEAL_TOKEN, the session keys and ALLOWED_ORIGINS are not asked for. In
  * production, as for the service, the database is a Postgres URL (never a local PGlite).
  */
 export function parseStorageConfig(given: Env): StorageConfig {
   const { env, vars } = readEnv(given, LOCAL_SERVER_DEFAULTS, REQUIRED_FOR_STORAGE);
   const problems: string[] = [];
-  const { database, keyring } = storageSettings(vars, LOCAL_SERVER_DEFAULTS, problems);
+  const { database, keys } = storageSettings(vars, LOCAL_SERVER_DEFAULTS, problems);
   if (vars.APP_ENV === "production") {
     problems.unshift(...missingInProduction(env, REQUIRED_FOR_STORAGE));
-  } else if (keyring.length === 0) {
+  } else if (keys.length === 0) {
     problems.push(NO_KEYRING);
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     appEnv: vars.APP_ENV,
     database,
-    encryptionKeys: keyring.map(({ id, key }): EncryptionKeySpec => ({ id, key })),
+    encryptionKeys: keys.map(({ id, key }): EncryptionKeySpec => ({ id, key })),
   };
 }
 
@@ -282,13 +286,13 @@ function publicKeys(vars: EnvVars, publishable: readonly string[]): ComparedSecr
   ];
 }
 
-/** The database (Postgres from its URL, else PGlite) and the keyring; problems are appended. */
+/** The database (Postgres from its URL, else PGlite) and the encryption keys; problems appended. */
 function storageSettings(vars: EnvVars, defaults: ConfigDefaults, problems: string[]) {
   const given = databaseUrl(vars);
   const target = given === undefined
     ? undefined
     : parseDatabaseUrl(given.url, given.name, problems);
-  const keyring = parseKeyring(
+  const keys = parseEncryptionKeys(
     vars.ENCRYPTION_KEYS,
     vars.ENCRYPTION_KEY,
     problems,
@@ -305,7 +309,7 @@ function storageSettings(vars: EnvVars, defaults: ConfigDefaults, problems: stri
       queryTimeoutMs: vars.DATABASE_TIMEOUT_MS,
     }
     : { engine: "pglite", dataDir: vars.PGLITE_DATA_DIR ?? ".local/pglite" };
-  return { database, keyring };
+  return { database, keys };
 }
 
 /**

@@ -7,7 +7,7 @@
  * cost a reveal of seven values several times the decryptions themselves.
  */
 import { createCipheriv, createDecipheriv } from "node:crypto";
-import type { EncryptionKeySpec } from "../config/keyring.ts";
+import type { EncryptionKeySpec } from "../config/encryption-keys.ts";
 import { ServiceError } from "../http/errors.ts";
 import type { SecretType } from "./secret-types.ts";
 
@@ -37,15 +37,13 @@ export interface Keyring {
   readonly activeKeyId: string | null;
   /** Every id this keyring can decrypt, active first. */
   readonly keyIds: readonly string[];
-  /** Resolves once every key is imported; rejects if one cannot be. */
-  ready(): Promise<void>;
-  encrypt(plaintext: string, binding: SecretBinding): Promise<SealedSecret>;
+  encrypt(plaintext: string, binding: SecretBinding): SealedSecret;
   /**
    * Throws ServiceError `encryption_key_unavailable` when the row's key id is not in the keyring,
    * and `decryption_failed` when the ciphertext does not authenticate for this row (tampered,
    * copied from another row, or a key id whose bytes were changed).
    */
-  decrypt(sealed: SealedSecret, binding: SecretBinding): Promise<string>;
+  decrypt(sealed: SealedSecret, binding: SecretBinding): string;
 }
 
 /** Why a stored value cannot be read: its key is not configured, or it does not authenticate. */
@@ -59,35 +57,27 @@ export function keyFailure(error: unknown): KeyFailure | null {
     : null;
 }
 
-/**
- * Builds the keyring; a key that cannot be used surfaces on first use (and in `ready`), so a
- * service context can be built synchronously.
- */
+/** Builds the keyring; throws if a key id repeats or a key is not 32 bytes. */
 export function createKeyring(specs: readonly EncryptionKeySpec[]): Keyring {
   const keyIds = specs.map((spec) => spec.id);
   if (new Set(keyIds).size !== keyIds.length) {
     throw new Error("The keyring repeats a key id.");
   }
-  const imported: Promise<ReadonlyMap<string, Uint8Array>> = Promise.resolve().then(() =>
-    new Map(specs.map((spec) => {
-      if (spec.key.length !== 32) throw new Error(`Key ${spec.id} is not 32 bytes.`);
-      return [spec.id, new Uint8Array(spec.key)];
-    }))
-  );
-  // A failed import surfaces on first use; until then it must not crash the process as unhandled.
-  imported.catch(() => {});
+  // Copied, so that no caller's array can change a key the keyring holds.
+  const keys: ReadonlyMap<string, Uint8Array> = new Map(specs.map((spec) => {
+    if (spec.key.length !== 32) throw new Error(`Key ${spec.id} is not 32 bytes.`);
+    return [spec.id, new Uint8Array(spec.key)];
+  }));
   const activeKeyId = keyIds[0] ?? null;
 
   return {
     activeKeyId,
     keyIds,
-    ready: () => imported.then(() => {}),
-
-    async encrypt(plaintext, binding) {
+    encrypt(plaintext, binding) {
       if (activeKeyId === null) {
         throw new ServiceError("not_configured", "The vault has no encryption key configured.");
       }
-      const key = (await imported).get(activeKeyId)!;
+      const key = keys.get(activeKeyId)!;
       const iv = crypto.getRandomValues(new Uint8Array(IV_BYTES));
       const cipher = createCipheriv(CIPHER, key, iv);
       cipher.setAAD(additionalData(binding, activeKeyId));
@@ -97,8 +87,8 @@ export function createKeyring(specs: readonly EncryptionKeySpec[]): Keyring {
       return { ciphertext, iv, keyId: activeKeyId };
     },
 
-    async decrypt(sealed, binding) {
-      const key = (await imported).get(sealed.keyId);
+    decrypt(sealed, binding) {
+      const key = keys.get(sealed.keyId);
       if (key === undefined) {
         throw new ServiceError(
           "encryption_key_unavailable",
@@ -127,13 +117,6 @@ export function createKeyring(specs: readonly EncryptionKeySpec[]): Keyring {
       return new TextDecoder("utf-8", { fatal: true }).decode(plaintext);
     },
   };
-}
-
-/** The keyring with every key already imported: for scripts that want import errors up front. */
-export async function importKeyring(specs: readonly EncryptionKeySpec[]): Promise<Keyring> {
-  const keyring = createKeyring(specs);
-  await keyring.ready();
-  return keyring;
 }
 
 /**

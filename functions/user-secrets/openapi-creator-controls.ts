@@ -1,12 +1,18 @@
 /**
  * The user-secrets routes of the creator's controls as the OpenAPI description
- * (functions/api/openapi.ts) shows them, as operations.ts does for the vault: the activity, the
+ * (functions/api/openapi.ts) shows them, as openapi-vault.ts does for the vault: the activity, the
  * live-run lock, the export.
  */
-import { body, type Method, ok, type Operation, SESSION } from "../_shared/http/api-operations.ts";
+import {
+  body,
+  type Method,
+  ok,
+  type Operation,
+  SESSION,
+} from "../_shared/http/openapi-operation.ts";
 import { apiSchemas } from "../_shared/http/api-schemas.ts";
 import { activityQuery } from "./activity.ts";
-import { accountExport, activityPage, lockState } from "./control-answers.ts";
+import { accountExport, activityPage, lockState } from "./creator-control-answers.ts";
 import { lockRequest } from "./lock.ts";
 
 /** A route of user-secrets', listed under the creator's controls; each needs a session. */

@@ -22,24 +22,24 @@ const KEY_ID = /^[A-Za-z0-9_-]{1,32}$/;
 const SINGLE_KEY_ID = "k1";
 
 /** A key as configured: the setting (or entry) that gave it, and its text, for the weak checks. */
-export interface KeyringEntry extends EncryptionKeySpec {
+export interface EncryptionKeyEntry extends EncryptionKeySpec {
   readonly label: string;
   readonly encoded: string;
 }
 
 /** `ENCRYPTION_KEYS=k2:<base64>,k1:<base64>` (first encrypts) or one `ENCRYPTION_KEY=<base64>` (id k1). */
-export function parseKeyring(
-  keyring: string | undefined,
+export function parseEncryptionKeys(
+  list: string | undefined,
   single: string | undefined,
   problems: string[],
   production: boolean,
-): KeyringEntry[] {
-  if (keyring !== undefined && single !== undefined) {
+): EncryptionKeyEntry[] {
+  if (list !== undefined && single !== undefined) {
     problems.push("set ENCRYPTION_KEYS or ENCRYPTION_KEY, not both");
     return [];
   }
-  const entries = keyring !== undefined
-    ? keyring.split(",").map((entry, index) => {
+  const entries = list !== undefined
+    ? list.split(",").map((entry, index) => {
       const separator = entry.indexOf(":");
       return separator < 0
         ? { id: "", encoded: entry, label: `ENCRYPTION_KEYS entry ${index + 1}` }
@@ -52,7 +52,7 @@ export function parseKeyring(
     : single !== undefined
     ? [{ id: SINGLE_KEY_ID, encoded: single, label: "ENCRYPTION_KEY" }]
     : [];
-  const keys: KeyringEntry[] = [];
+  const keys: EncryptionKeyEntry[] = [];
   for (const { id, encoded, label } of entries) {
     // Never echo the value: the message names the entry, not its content.
     if (!KEY_ID.test(id)) {
@@ -71,11 +71,11 @@ export function parseKeyring(
     if (production) problems.push(...weakKey(key, label));
     keys.push({ id, key, label, encoded });
   }
-  if (production) problems.push(...sharedSecrets(keys.map(keyringEntrySecret)));
+  if (production) problems.push(...sharedSecrets(keys.map(encryptionKeySecret)));
   return keys;
 }
 
 /** A key as the shared-run check compares it with the others and with the service's secrets. */
-export function keyringEntrySecret(entry: KeyringEntry): ComparedSecret {
+export function encryptionKeySecret(entry: EncryptionKeyEntry): ComparedSecret {
   return { ...comparedSecret(entry.label, entry.encoded), bytes: entry.key };
 }

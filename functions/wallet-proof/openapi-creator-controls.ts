@@ -1,9 +1,9 @@
 /**
  * The wallet-proof routes of the creator's controls as the OpenAPI description
- * (functions/api/openapi.ts) shows them, as operations.ts does for sign-in: a fresh signature's
+ * (functions/api/openapi.ts) shows them, as openapi-sign-in.ts does for sign-in: a fresh signature's
  * nonce, the sessions list, signing sessions out, unlocking live-run access, deleting the account.
  */
-import { body, ok, type Operation, SESSION } from "../_shared/http/api-operations.ts";
+import { body, ok, type Operation, SESSION } from "../_shared/http/openapi-operation.ts";
 import { describeRequest } from "../_shared/http/api-schemas.ts";
 import { MAX_PROOF_BODY_BYTES } from "../_shared/http/bodies.ts";
 import { confirmNonceRequest } from "./confirm-nonce.ts";
@@ -13,9 +13,9 @@ import {
   sessionsAnswer,
   signOutAnswer,
   unlockAnswer,
-} from "./creator-answers.ts";
+} from "./creator-control-answers.ts";
 import { freshSignatureRequest } from "./fresh-signature.ts";
-import { exampleMessage, exampleNonceAnswer, SIGNED_MESSAGE_ERRORS } from "./operations.ts";
+import { exampleMessage, exampleNonceAnswer, SIGNED_MESSAGE_ERRORS } from "./openapi-sign-in.ts";
 import { signOutSessionsRequest } from "./sign-out-sessions.ts";
 
 const FUNCTION = "wallet-proof";

@@ -3,7 +3,7 @@
  * route's request schema (the one it validates with) named and described, and an Operation per
  * route with typed examples.
  */
-import { body, ok, type Operation, SESSION } from "../_shared/http/api-operations.ts";
+import { body, ok, type Operation, SESSION } from "../_shared/http/openapi-operation.ts";
 import { describeRequest } from "../_shared/http/api-schemas.ts";
 import { REVEAL_TOKEN_HEADER } from "../_shared/http/reveal-header.ts";
 import { deleteResult, revealAnswer, saveResult, secretsStatus } from "./answers.ts";

@@ -1,6 +1,6 @@
 /**
  * How a function describes its routes for the OpenAPI description (functions/api/openapi.ts): one
- * Operation per route, next to the function's routes (its operations.ts). The schemas are the ones
+ * Operation per route, next to the function's routes (its openapi-*.ts). The schemas are the ones
  * the route validates with and types its answer by; the examples are typed by them; `errors` says
  * which codes the route answers besides those every route (or every route with a body) may.
  */

@@ -3,7 +3,7 @@
  * route's request schema (the one it validates with) named and described, and an Operation per
  * route with typed examples.
  */
-import { body, noContent, ok, type Operation, SESSION } from "../_shared/http/api-operations.ts";
+import { body, noContent, ok, type Operation, SESSION } from "../_shared/http/openapi-operation.ts";
 import { describeRequest } from "../_shared/http/api-schemas.ts";
 import { MAX_PROOF_BODY_BYTES } from "../_shared/http/bodies.ts";
 import type { ErrorCode } from "../_shared/http/errors.ts";

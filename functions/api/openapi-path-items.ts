@@ -10,7 +10,7 @@ import {
   type Operation,
   type RequestBody,
   WITH_BODY,
-} from "../_shared/http/api-operations.ts";
+} from "../_shared/http/openapi-operation.ts";
 import {
   apiSchemas,
   carriesRetryAfter,
