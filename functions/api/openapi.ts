@@ -16,7 +16,7 @@ import { USER_SECRETS_OPERATIONS } from "../user-secrets/operations.ts";
 import { CREATOR_WALLET_PROOF_OPERATIONS } from "../wallet-proof/creator-operations.ts";
 import { WALLET_PROOF_OPERATIONS } from "../wallet-proof/operations.ts";
 import { WELL_KNOWN_OPERATIONS } from "../wallet-proof/well-known.ts";
-import { type Json, override, pathItem, schemaRef } from "./openapi-operations.ts";
+import { type Json, override, pathItem } from "./openapi-operations.ts";
 
 /**
  * Where the api function serves this document, below its own name. Exported apart from its
