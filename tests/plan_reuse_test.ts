@@ -91,7 +91,7 @@ Deno.test({
       const put = async () => {
         const [row] = await service!.unsafe(
           `select outcome from public.put_user_secret($1, $2, 'provider_b_key', $3, $4, 'k1',
-             null, 1000000, 60)`,
+             null, 'vault:write:', 1000000, 60)`,
           [sessionId, userId, new Uint8Array(48), new Uint8Array(12)],
           { prepare: true },
         );

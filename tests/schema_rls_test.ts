@@ -275,7 +275,7 @@ describeWithDatabase("schema and row-level security", {
     const calls = [
       "select * from public.hit_rate_limit('proof:ip:127.0.0.1', 60)",
       `select * from public.sign_in_with_nonce('AAAAAAAAAAAAAAAA', '0x${"3".repeat(40)}',
-         '\\x${"00".repeat(32)}'::bytea, 3600, 1000, 60)`,
+         '\\x${"00".repeat(32)}'::bytea, 3600, 'proof:address:', 1000, 60)`,
     ];
     for (const sql of calls) {
       for (const role of ["anon", "authenticated"] as const) {
@@ -297,10 +297,13 @@ describeWithDatabase("schema and row-level security", {
     const session = frank.claims.session_id;
     const calls = [
       `select * from public.put_user_secret('${session}', '${frank.id}', 'provider_b_key',
-         '\\x${"00".repeat(32)}'::bytea, '\\x${"00".repeat(12)}'::bytea, 'k1', null, 100, 60)`,
-      `select * from public.delete_user_secret('${session}', '${frank.id}', 'provider_b_key', 100, 60)`,
+         '\\x${"00".repeat(32)}'::bytea, '\\x${"00".repeat(12)}'::bytea, 'k1', null,
+         'vault:write:', 100, 60)`,
+      `select * from public.delete_user_secret('${session}', '${frank.id}', 'provider_b_key',
+         'vault:write:', 100, 60)`,
       `select * from public.reveal_user_secrets('${session}', '${frank.id}',
-         array['provider_b_key'], 'bucket', 100, 100, 60)`,
+         array['provider_b_key'], 'bucket', 'vault:reveal:user:', 100, 'vault:reveal:token:', 100,
+         60)`,
       `select public.record_reveal_failure('${session}', '${frank.id}', array['provider_b_key'], 1)`,
     ];
     for (const sql of calls) {
@@ -340,16 +343,18 @@ describeWithDatabase("schema and row-level security", {
       const session = await createSession(db, gina, state);
       const [put] = await db.query<{ outcome: string }>(
         `select outcome from public.put_user_secret($1, $2, 'provider_b_key', $3, $4, 'k1', null,
-           100, 60)`,
+           'vault:write:', 100, 60)`,
         [session, gina, new Uint8Array(32), new Uint8Array(12)],
       );
       const [removed] = await db.query<{ outcome: string }>(
-        "select outcome from public.delete_user_secret($1, $2, 'provider_c_key', 100, 60)",
+        `select outcome from public.delete_user_secret($1, $2, 'provider_c_key', 'vault:write:',
+         100, 60)`,
         [session, gina],
       );
       const revealed = await db.query<{ outcome: string; ciphertext: Uint8Array | null }>(
         `select outcome, ciphertext from public.reveal_user_secrets($1, $2,
-           array['provider_c_key'], 'bucket', 100, 100, 60)`,
+           array['provider_c_key'], 'bucket', 'vault:reveal:user:', 100, 'vault:reveal:token:', 100,
+           60)`,
         [session, gina],
       );
       assert.deepEqual(
@@ -361,7 +366,8 @@ describeWithDatabase("schema and row-level security", {
     // A live session of another creator is no key to Gina's rows either.
     const other = await creatorWithSession(db, "4");
     const [mismatch] = await db.query<{ outcome: string }>(
-      "select outcome from public.delete_user_secret($1, $2, 'provider_c_key', 100, 60)",
+      `select outcome from public.delete_user_secret($1, $2, 'provider_c_key', 'vault:write:',
+         100, 60)`,
       [other.claims.session_id, gina],
     );
     assert.equal(mismatch.outcome, "session_revoked");
@@ -430,7 +436,7 @@ describeWithDatabase("schema and row-level security", {
     const reveal = async (creatorLimit: number, tokenLimit: number) => {
       const [row] = await db.query<{ outcome: string; retry_after: number | null }>(
         `select outcome, retry_after from public.reveal_user_secrets($1, $2,
-           array['provider_b_key'], $3, $4, $5, 60)`,
+           array['provider_b_key'], $3, 'vault:reveal:user:', $4, 'vault:reveal:token:', $5, 60)`,
         [claims.session_id, jan, bucket, creatorLimit, tokenLimit],
       );
       return row;

@@ -179,11 +179,11 @@ Deno.test({
         async () => {
           const [grants] = await db.query<Record<string, boolean>>(
             `select
-             has_function_privilege('anon', 'public.sign_in_with_nonce(text, text, bytea, integer, integer, integer, bigint, bigint, text)', 'execute') as anon_sign_in,
-             has_function_privilege('authenticated', 'public.sign_in_with_nonce(text, text, bytea, integer, integer, integer, bigint, bigint, text)', 'execute') as authenticated_sign_in,
+             has_function_privilege('anon', 'public.sign_in_with_nonce(text, text, bytea, integer, text, integer, integer, bigint, bigint, text)', 'execute') as anon_sign_in,
+             has_function_privilege('authenticated', 'public.sign_in_with_nonce(text, text, bytea, integer, text, integer, integer, bigint, bigint, text)', 'execute') as authenticated_sign_in,
              has_function_privilege('authenticated', 'public.hit_rate_limit(text, integer)', 'execute') as authenticated_rate_limit,
-             has_function_privilege('authenticated', 'public.put_user_secret(uuid, uuid, text, bytea, bytea, text, text, integer, integer)', 'execute') as authenticated_put,
-             has_function_privilege('authenticated', 'public.reveal_user_secrets(uuid, uuid, text[], text, integer, integer, integer, bytea, boolean, integer)', 'execute') as authenticated_reveal,
+             has_function_privilege('authenticated', 'public.put_user_secret(uuid, uuid, text, bytea, bytea, text, text, text, integer, integer)', 'execute') as authenticated_put,
+             has_function_privilege('authenticated', 'public.reveal_user_secrets(uuid, uuid, text[], text, text, integer, text, integer, integer, bytea, boolean, integer)', 'execute') as authenticated_reveal,
              has_table_privilege('authenticated', 'public.live_run_credentials', 'select') as authenticated_credentials,
              has_table_privilege('anon', 'public.live_run_credentials', 'select') as anon_credentials,
              has_table_privilege('authenticated', 'public.user_secrets', 'insert') as authenticated_insert,
@@ -194,8 +194,8 @@ Deno.test({
              has_table_privilege('authenticated', 'public.user_secrets', 'select') as authenticated_select,
              has_column_privilege('authenticated', 'public.user_secrets', 'hint', 'select') as authenticated_select_hint,
              has_column_privilege('authenticated', 'public.user_secrets', 'ciphertext', 'select') as authenticated_select_ciphertext,
-             has_function_privilege('authenticated', 'public.admit_contract_check(text, text, bigint, text, integer, integer, integer, integer, integer)', 'execute') as authenticated_contract_check,
-             has_function_privilege('service_role', 'public.put_user_secret(uuid, uuid, text, bytea, bytea, text, text, integer, integer)', 'execute') as service_put`,
+             has_function_privilege('authenticated', 'public.admit_contract_check(text, text, bigint, text, text, integer, text, integer, integer, text, integer, integer)', 'execute') as authenticated_contract_check,
+             has_function_privilege('service_role', 'public.put_user_secret(uuid, uuid, text, bytea, bytea, text, text, text, integer, integer)', 'execute') as service_put`,
           );
           assert.deepEqual(grants, {
             anon_sign_in: false,

@@ -7,12 +7,13 @@
  * The service keeps no run history of its own: the activity is its whole record of live runs.
  */
 import { enforceRateLimit } from "../_shared/auth/rate-limit.ts";
+import { budget } from "../_shared/config/limits.ts";
 import type { SessionRoute } from "../_shared/auth/session-checks.ts";
 import { json } from "../_shared/http/responses.ts";
 import { creatorAccount, readActivity } from "./account-store.ts";
 import { maskedSecret } from "./list.ts";
 import type { AccountExport } from "./creator-control-answers.ts";
-import { listSecrets, VAULT_WINDOW_SECONDS, type VaultDeps } from "./vault-store.ts";
+import { listSecrets, type VaultDeps } from "./vault-store.ts";
 
 const EXPORT_MAX_EVENTS = 10_000;
 
@@ -21,11 +22,10 @@ export function exportRoute({ db, config }: VaultDeps): SessionRoute {
     // The session first: an ended one (a thief's unexpired token after "sign out everywhere")
     // must not spend the owner's export budget.
     const account = await creatorAccount(db, session);
-    await enforceRateLimit(db, {
-      bucket: `vault:export:${session.userId}`,
-      limit: config.rateLimits.vaultWritesPerMinute,
-      windowSeconds: VAULT_WINDOW_SECONDS,
-    });
+    await enforceRateLimit(
+      db,
+      budget(config.rateLimits, "vaultWritesPerMinute", "export", session.userId),
+    );
     // Each read is its own statement: the list and activity reads end their transaction as the
     // creator's role, which may call nothing else.
     const [secrets, activity] = await Promise.all([

@@ -9,6 +9,7 @@
  */
 import { sha256 } from "@noble/hashes/sha2";
 import type { AppConfig } from "../_shared/config/app-config.ts";
+import { budget, prefixBudget } from "../_shared/config/limits.ts";
 import type { Database } from "../_shared/db/db.ts";
 import { clientIp, rateLimited } from "../_shared/auth/rate-limit.ts";
 import { isLiveRunCredential } from "../_shared/auth/live-run-credential-format.ts";
@@ -80,7 +81,11 @@ export function revealTokenCheck(
 ): RevealTokenCheck {
   const checkRevealToken = createRevealTokenCheck(config.serverRevealToken);
   const legacyBucket = revealTokenBucket(config.serverRevealToken);
-  const refusalsPerMinute = config.rateLimits.wrongRevealTokensPerIpPerMinute;
+  const creatorRefusals = prefixBudget(
+    config.rateLimits,
+    "wrongRevealTokensPerIpPerMinute",
+    "creator",
+  );
   const overBudget = createOverBudgetClients();
 
   async function refuse(request: Request, presented: PresentedToken): Promise<never> {
@@ -93,10 +98,16 @@ export function revealTokenCheck(
     // Already over in this window: refused without the database, logged in that line.
     if (known !== null) throw rateLimited(known);
     const session = await identityIfValid(request);
+    const clientRefusals = budget(
+      config.rateLimits,
+      "wrongRevealTokensPerIpPerMinute",
+      "client",
+      client,
+    );
     const fields = { client, reason: presented, user_id: session?.userId ?? null };
     let refusal: RevealRefusal;
     try {
-      refusal = await refuseReveal(db, wrongTokenBucket(client), session, refusalsPerMinute);
+      refusal = await refuseReveal(db, clientRefusals, creatorRefusals, session);
     } catch (error) {
       // The token is wrong whatever the database says; the operator sees the failure here.
       log.error("reveal_refusal_not_counted", {
@@ -105,7 +116,7 @@ export function revealTokenCheck(
       });
       throw revealForbidden();
     }
-    const limited = refusal.hits > refusalsPerMinute;
+    const limited = refusal.hits > clientRefusals.limit;
     log.info("reveal_refused", { ...fields, limited, recorded: refusal.recorded });
     if (!limited) throw revealForbidden();
     overBudget.add(client, refusal.retryAfter);
@@ -157,9 +168,6 @@ function revealForbidden(): ServiceError {
     `Revealing secrets needs a live-run credential in the ${REVEAL_TOKEN_HEADER} header.`,
   );
 }
-
-/** The rate-limit bucket of a client address's wrong reveal tokens. */
-const wrongTokenBucket = (client: string): string => `vault:reveal:wrong-token:ip:${client}`;
 
 /**
  * The name of the token's reveal rate-limit bucket: 16 hex digits of a labelled SHA-256 of the

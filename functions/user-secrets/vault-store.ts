@@ -7,6 +7,7 @@
  * security. Only the service's own connection may execute them.
  */
 import type { AppConfig } from "../_shared/config/app-config.ts";
+import { type Budget, type PrefixBudget, prefixBudget } from "../_shared/config/limits.ts";
 import { type Database, type Queryable, queryWithoutWaitingForFlush } from "../_shared/db/db.ts";
 import { rateLimited } from "../_shared/auth/rate-limit.ts";
 import { SECRET_TYPES, type SecretType } from "../_shared/vault/secret-types.ts";
@@ -14,16 +15,16 @@ import { sessionEnded, type TokenIdentity } from "../_shared/auth/session-tokens
 import { ServiceError } from "../_shared/http/errors.ts";
 import type { SealedSecret } from "../_shared/vault/vault-crypto.ts";
 
-/** Every vault limit counts per minute, like sign-in's. */
-export const VAULT_WINDOW_SECONDS = 60;
-
+/** The vault's budgets (config/limits.ts); its functions complete each bucket with the creator. */
 export interface VaultLimits {
   /** PUTs and DELETEs per creator. */
-  readonly writesPerMinute: number;
+  readonly write: PrefixBudget;
+  /** Locks per creator, under the writes' limit. */
+  readonly lock: PrefixBudget;
   /** Reveals per creator. */
-  readonly revealsPerMinute: number;
-  /** Reveals per live-run credential, all creators together. */
-  readonly revealsPerTokenPerMinute: number;
+  readonly reveal: PrefixBudget;
+  /** Reveals per live-run credential, all creators together (completed with its bucket key). */
+  readonly credential: PrefixBudget;
 }
 
 /** What a route that counts against the creator's vault limits is given. */
@@ -34,9 +35,10 @@ export interface VaultDeps {
 
 export function vaultLimits(rateLimits: AppConfig["rateLimits"]): VaultLimits {
   return {
-    writesPerMinute: rateLimits.vaultWritesPerMinute,
-    revealsPerMinute: rateLimits.revealsPerMinute,
-    revealsPerTokenPerMinute: rateLimits.revealsPerTokenPerMinute,
+    write: prefixBudget(rateLimits, "vaultWritesPerMinute", "write"),
+    lock: prefixBudget(rateLimits, "vaultWritesPerMinute", "lock"),
+    reveal: prefixBudget(rateLimits, "revealsPerMinute", "creator"),
+    credential: prefixBudget(rateLimits, "revealsPerTokenPerMinute", "credential"),
   };
 }
 
@@ -140,7 +142,7 @@ export async function putSecret(
 ): Promise<{ updatedAt: Date; created: boolean }> {
   const [row] = await db.query<Outcome & { updated_at: Date; created: boolean }>(
     `select outcome, updated_at, created, retry_after
-       from public.put_user_secret($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+       from public.put_user_secret($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
     [
       session.sessionId,
       session.userId,
@@ -149,8 +151,9 @@ export async function putSecret(
       sealed.iv,
       sealed.keyId,
       hint,
-      limits.writesPerMinute,
-      VAULT_WINDOW_SECONDS,
+      limits.write.prefix,
+      limits.write.limit,
+      limits.write.windowSeconds,
     ],
   );
   if (row.outcome !== "stored") refused(row);
@@ -165,8 +168,15 @@ export async function deleteSecret(
   limits: VaultLimits,
 ): Promise<boolean> {
   const [row] = await db.query<Outcome>(
-    "select outcome, retry_after from public.delete_user_secret($1, $2, $3, $4, $5)",
-    [session.sessionId, session.userId, secretType, limits.writesPerMinute, VAULT_WINDOW_SECONDS],
+    "select outcome, retry_after from public.delete_user_secret($1, $2, $3, $4, $5, $6)",
+    [
+      session.sessionId,
+      session.userId,
+      secretType,
+      limits.write.prefix,
+      limits.write.limit,
+      limits.write.windowSeconds,
+    ],
   );
   if (row.outcome === "deleted") return true;
   if (row.outcome === "not_found") return false;
@@ -196,15 +206,18 @@ export function readForReveal<R>(
   return db.queryOverlappingCommit<Outcome & StoredRow & { credential_name: string | null }, R>({
     text: `select outcome, secret_type, ciphertext, iv, key_id, updated_at, retry_after,
          credential_name, event_id::text as event_id
-       from public.reveal_user_secrets($1, $2, $3::text[], $4, $5, $6, $7, $8, $9, $10)`,
+       from public.reveal_user_secrets($1, $2, $3::text[], $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
     params: [
       session.sessionId,
       session.userId,
       secretTypes,
       credential.bucket,
-      limits.revealsPerMinute,
-      limits.revealsPerTokenPerMinute,
-      VAULT_WINDOW_SECONDS,
+      limits.reveal.prefix,
+      limits.reveal.limit,
+      limits.credential.prefix,
+      limits.credential.limit,
+      // One window for both budgets: the table gives every limit a minute.
+      limits.reveal.windowSeconds,
       credential.hash,
       everyType,
       retentionDays,
@@ -248,27 +261,29 @@ export interface RevealRefusal {
 }
 
 /**
- * Counts a reveal refused for its server token against `clientBucket` and, with a live `session`,
- * records it as a 'reveal_refused' event. One statement, committed
+ * Counts a reveal refused for its server token against `client` and, with a live `session`, against
+ * `creator` (completed with the session's creator), and records it as a 'reveal_refused' event
+ * within that budget. One statement, committed
  * without waiting for the flush: anyone can send a wrong token, and waiting would let anyone make
  * the database flush at will.
  */
 export async function refuseReveal(
   db: Pick<Database, "batch">,
-  clientBucket: string,
+  client: Budget,
+  creator: PrefixBudget,
   session: TokenIdentity | null,
-  refusalsPerMinute: number,
 ): Promise<RevealRefusal> {
   const [row] = await queryWithoutWaitingForFlush<
     { hits: number; retry_after: number; recorded: boolean }
   >(db, {
-    text: "select hits, retry_after, recorded from public.refuse_reveal($1, $2, $3, $4, $5)",
+    text: "select hits, retry_after, recorded from public.refuse_reveal($1, $2, $3, $4, $5, $6)",
     params: [
-      clientBucket,
-      refusalsPerMinute,
-      VAULT_WINDOW_SECONDS,
+      client.bucket,
+      client.limit,
+      client.windowSeconds,
       session?.sessionId ?? null,
       session?.userId ?? null,
+      creator.prefix,
     ],
   });
   return { hits: row.hits, retryAfter: row.retry_after, recorded: row.recorded };
@@ -285,8 +300,14 @@ export async function lockReveals(
   limits: VaultLimits,
 ): Promise<Date> {
   const [row] = await db.query<Outcome & { locked_at: Date | null }>(
-    "select outcome, locked_at, retry_after from public.lock_reveals($1, $2, $3, $4)",
-    [session.sessionId, session.userId, limits.writesPerMinute, VAULT_WINDOW_SECONDS],
+    "select outcome, locked_at, retry_after from public.lock_reveals($1, $2, $3, $4, $5)",
+    [
+      session.sessionId,
+      session.userId,
+      limits.lock.prefix,
+      limits.lock.limit,
+      limits.lock.windowSeconds,
+    ],
   );
   if (row.outcome !== "locked") refused(row);
   return row.locked_at!;

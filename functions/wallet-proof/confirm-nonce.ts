@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import type { AppConfig } from "../_shared/config/app-config.ts";
+import { budget } from "../_shared/config/limits.ts";
 import type { Database } from "../_shared/db/db.ts";
 import { clientIp } from "../_shared/auth/rate-limit.ts";
 import type { SessionRoute } from "../_shared/auth/session-checks.ts";
@@ -68,8 +69,12 @@ export function confirmNonceRoute({ db, config, signInOrigins }: ConfirmNonceDep
       nonce,
       ttlSeconds: config.nonceTtlSeconds,
       chainId: body.chainId ?? allowedChains?.[0] ?? 1,
-      bucket: `nonce:ip:${clientIp(request, config.clientIp)}`,
-      maxHits: config.rateLimits.noncePerIpPerMinute,
+      client: budget(
+        config.rateLimits,
+        "noncePerIpPerMinute",
+        "client",
+        clientIp(request, config.clientIp),
+      ),
     });
     const message = nonceMessage(request, origins, {
       chainId: Number(row.chain_id),

@@ -24,6 +24,7 @@ import {
 import { ServiceError } from "../_shared/http/errors.ts";
 import { personalMessageHash } from "../_shared/auth/eth.ts";
 import { clientIp, rateLimited } from "../_shared/auth/rate-limit.ts";
+import { prefixBudget } from "../_shared/config/limits.ts";
 import type { SiweFields } from "../_shared/auth/siwe.ts";
 import { admitContractCheck } from "./identity-store.ts";
 
@@ -84,9 +85,13 @@ export function createContractProofCheck(context: ServiceContext): ContractProof
       walletAddress,
       chainId: fields.chainId,
       client: clientIp(request, config.clientIp),
-      perClient: config.rateLimits.rpcPerIpPerMinute,
-      perWallet: config.rateLimits.rpcPerAddressPerMinute,
-      perWalletPerClient: config.rateLimits.rpcPerAddressPerClientPerMinute,
+      perClient: prefixBudget(config.rateLimits, "rpcPerIpPerMinute", "client"),
+      perWallet: prefixBudget(config.rateLimits, "rpcPerAddressPerMinute", "wallet"),
+      perWalletPerClient: prefixBudget(
+        config.rateLimits,
+        "rpcPerAddressPerClientPerMinute",
+        "walletClient",
+      ),
       checksPerNonce: MAX_CHECKS_PER_NONCE,
     });
     if (admitted.outcome === "rate_limited") throw rateLimited(admitted.retry_after ?? 1);

@@ -6,7 +6,8 @@
  * (public.spend_confirmation), so the act and the spending commit together or not at all.
  */
 import { type Database, type Queryable, queryWithoutWaitingForFlush } from "../_shared/db/db.ts";
-import { RATE_LIMIT_WINDOW_SECONDS, rateLimited } from "../_shared/auth/rate-limit.ts";
+import { rateLimited } from "../_shared/auth/rate-limit.ts";
+import type { Budget } from "../_shared/config/limits.ts";
 import { sessionEnded, type TokenIdentity } from "../_shared/auth/session-tokens.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import { nonceRefusal } from "./contract-proof.ts";
@@ -42,8 +43,7 @@ export interface ConfirmationNonce {
   readonly ttlSeconds: number;
   /** The chain a key's creator names; a contract wallet's creator signs on its own. */
   readonly chainId: number;
-  readonly bucket: string;
-  readonly maxHits: number;
+  readonly client: Budget;
 }
 
 export type IssuedConfirmation = {
@@ -78,9 +78,9 @@ export async function issueConfirmationNonce(
       issue.nonce,
       issue.ttlSeconds,
       issue.chainId,
-      issue.bucket,
-      issue.maxHits,
-      RATE_LIMIT_WINDOW_SECONDS,
+      issue.client.bucket,
+      issue.client.limit,
+      issue.client.windowSeconds,
     ],
   });
   if (row.outcome === "session_revoked") throw sessionEnded();
@@ -90,9 +90,9 @@ export async function issueConfirmationNonce(
 
 /**
  * Every act's function takes the session, the creator, the signer's nonce, address and chains
- * ($1 to $6), then the act's own, then the budget and its window.
+ * ($1 to $6), then the act's own, then the creator's budget: its bucket's prefix, limit and window.
  */
-function actParams({ session, signer, perMinute }: ConfirmedAct, ...own: unknown[]): unknown[] {
+function actParams({ session, signer, creator }: ConfirmedAct, ...own: unknown[]): unknown[] {
   return [
     session.sessionId,
     session.userId,
@@ -101,8 +101,9 @@ function actParams({ session, signer, perMinute }: ConfirmedAct, ...own: unknown
     signer.messageChainId,
     signer.identityChainId,
     ...own,
-    perMinute,
-    RATE_LIMIT_WINDOW_SECONDS,
+    creator.prefix,
+    creator.limit,
+    creator.windowSeconds,
   ];
 }
 
@@ -116,7 +117,7 @@ export async function signOutSessions(
 ): Promise<number> {
   const [row] = await db.query<ActOutcome & { signed_out: number | null }>(
     `select outcome, signed_out, retry_after
-       from public.sign_out_sessions($1, $2, $3, $4, $5, $6, $7::uuid[], $8, $9)`,
+       from public.sign_out_sessions($1, $2, $3, $4, $5, $6, $7::uuid[], $8, $9, $10)`,
     actParams(act, sessionIds),
   );
   if (row.outcome === "signed_out") return row.signed_out ?? 0;
@@ -132,7 +133,7 @@ export async function signOutSessions(
 /** Lets live runs reveal the creator's keys again. */
 export async function unlockReveals(db: Queryable, act: ConfirmedAct): Promise<void> {
   const [row] = await db.query<ActOutcome>(
-    "select outcome, retry_after from public.unlock_reveals($1, $2, $3, $4, $5, $6, $7, $8)",
+    "select outcome, retry_after from public.unlock_reveals($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     actParams(act),
   );
   if (row.outcome !== "unlocked") throw confirmationRefusal(row);
@@ -145,7 +146,7 @@ export async function unlockReveals(db: Queryable, act: ConfirmedAct): Promise<v
  */
 export async function deleteAccount(db: Queryable, act: ConfirmedAct): Promise<void> {
   const [row] = await db.query<ActOutcome>(
-    "select outcome, retry_after from public.delete_account($1, $2, $3, $4, $5, $6, $7, $8)",
+    "select outcome, retry_after from public.delete_account($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     actParams(act),
   );
   if (row.outcome !== "deleted") throw confirmationRefusal(row);

@@ -11,6 +11,7 @@
  */
 import { z } from "zod";
 import type { AppConfig } from "../_shared/config/app-config.ts";
+import { budget, type PrefixBudget, prefixBudget } from "../_shared/config/limits.ts";
 import type { Database } from "../_shared/db/db.ts";
 import { clientIp, enforceRateLimit } from "../_shared/auth/rate-limit.ts";
 import { requireSessionLive, type TokenIdentity } from "../_shared/auth/session-tokens.ts";
@@ -79,7 +80,8 @@ export interface FreshSigner {
 export interface ConfirmedAct {
   readonly session: TokenIdentity;
   readonly signer: FreshSigner;
-  readonly perMinute: number;
+  /** The creator's budget of acts, whose bucket the act's function completes with the creator. */
+  readonly creator: PrefixBudget;
 }
 
 export interface FreshSignatureDeps {
@@ -108,10 +110,15 @@ export function createFreshSignatureCheck(deps: FreshSignatureDeps): FreshSignat
   return async (request, session, purpose, body) => {
     const origins = requireOrigins(signInOriginsFor(signInOrigins, request, acceptLoopback));
     // Every attempt counts against the client's proof budget, as a sign-in's does.
-    await enforceRateLimit(db, {
-      bucket: `proof:ip:${clientIp(request, config.clientIp)}`,
-      limit: config.rateLimits.proofPerIpPerMinute,
-    });
+    await enforceRateLimit(
+      db,
+      budget(
+        config.rateLimits,
+        "proofPerIpPerMinute",
+        "client",
+        clientIp(request, config.clientIp),
+      ),
+    );
     const fields = checkSiweMessage(body.message, {
       origins,
       chainIds: config.allowedChainIds,
@@ -179,5 +186,6 @@ export async function confirmedAct<
 ): Promise<{ readonly act: ConfirmedAct; readonly body: T }> {
   const body = parseRequest(schema, await readJson(request, MAX_PROOF_BODY_BYTES));
   const signer = await checkFreshSignature(request, session, purpose, body);
-  return { body, act: { session, signer, perMinute: config.rateLimits.proofPerAddressPerMinute } };
+  const creator = prefixBudget(config.rateLimits, "proofPerAddressPerMinute", "creator");
+  return { body, act: { session, signer, creator } };
 }

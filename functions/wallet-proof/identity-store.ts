@@ -1,10 +1,10 @@
 /**
  * Sign-in's database calls: a nonce issued, a proof exchanged for a session, a contract wallet's
  * check admitted, a refresh token rotated (or found reused), sessions ended. Each is one
- * statement; the rate limits they count are per minute, like every limit's.
+ * statement, handed the budgets it counts (config/limits.ts).
  */
 import { type Database, type Queryable, queryWithoutWaitingForFlush } from "../_shared/db/db.ts";
-import { RATE_LIMIT_WINDOW_SECONDS } from "../_shared/auth/rate-limit.ts";
+import type { Budget, PrefixBudget } from "../_shared/config/limits.ts";
 import type { SessionIdentity } from "../_shared/auth/session-tokens.ts";
 
 /** What public.issue_nonce is given: the nonce, what it is bound to, and the client's limit. */
@@ -14,8 +14,7 @@ export interface NonceIssue {
   /** Lower-case 0x address, or null for any. */
   readonly address: string | null;
   readonly chainId: number | null;
-  readonly bucket: string;
-  readonly maxHits: number;
+  readonly client: Budget;
 }
 
 export type IssuedNonce = {
@@ -44,9 +43,9 @@ export async function issueNonce(
       issue.ttlSeconds,
       issue.address,
       issue.chainId,
-      issue.bucket,
-      issue.maxHits,
-      RATE_LIMIT_WINDOW_SECONDS,
+      issue.client.bucket,
+      issue.client.limit,
+      issue.client.windowSeconds,
     ],
   });
   return row;
@@ -55,14 +54,14 @@ export async function issueNonce(
 /** A proof that passed its checks, as public.sign_in_from_ip takes it. */
 export interface SignIn {
   /** The client's proof budget; `counted` when the proof was already counted against it. */
-  readonly client: { readonly bucket: string; readonly limit: number; readonly counted: boolean };
+  readonly client: Budget & { readonly counted: boolean };
   readonly nonce: string;
   /** Lowercase, as stored. */
   readonly walletAddress: string;
   readonly refreshTokenHash: Uint8Array;
   readonly refreshTokenTtlSeconds: number;
-  /** The wallet's own budget of proofs. */
-  readonly walletLimit: number;
+  /** The wallet's own budget of proofs, completed with the wallet by the database. */
+  readonly wallet: PrefixBudget;
   readonly messageChainId: number;
   /** Null: the key signed (a key is the same creator on every chain); else the contract's chain. */
   readonly identityChainId: number | null;
@@ -91,7 +90,7 @@ export type SignInResult =
 export async function signIn(db: Queryable, signIn: SignIn): Promise<SignInResult> {
   const [result] = await db.query<SignInResult>(
     `select outcome, session_id, user_id, retry_after
-       from public.sign_in_from_ip($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+       from public.sign_in_from_ip($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
     [
       signIn.client.counted ? null : signIn.client.bucket,
       signIn.client.limit,
@@ -99,8 +98,10 @@ export async function signIn(db: Queryable, signIn: SignIn): Promise<SignInResul
       signIn.walletAddress,
       signIn.refreshTokenHash,
       signIn.refreshTokenTtlSeconds,
-      signIn.walletLimit,
-      RATE_LIMIT_WINDOW_SECONDS,
+      signIn.wallet.prefix,
+      signIn.wallet.limit,
+      // One window for both budgets: the table gives every limit a minute.
+      signIn.wallet.windowSeconds,
       signIn.messageChainId,
       signIn.identityChainId,
       signIn.clientDescription,
@@ -115,10 +116,11 @@ export interface ContractCheck {
   /** Lowercase. */
   readonly walletAddress: string;
   readonly chainId: number;
+  /** The client's address; the database completes each budget's bucket with it and the wallet. */
   readonly client: string;
-  readonly perClient: number;
-  readonly perWallet: number;
-  readonly perWalletPerClient: number;
+  readonly perClient: PrefixBudget;
+  readonly perWallet: PrefixBudget;
+  readonly perWalletPerClient: PrefixBudget;
   readonly checksPerNonce: number;
 }
 
@@ -133,16 +135,19 @@ export async function admitContractCheck(
 ): Promise<{ outcome: string; retry_after: number | null }> {
   const [admitted] = await db.query<{ outcome: string; retry_after: number | null }>(
     `select outcome, retry_after
-       from public.admit_contract_check($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+       from public.admit_contract_check($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
     [
       check.nonce,
       check.walletAddress,
       check.chainId,
       check.client,
-      check.perClient,
-      check.perWallet,
-      RATE_LIMIT_WINDOW_SECONDS,
-      check.perWalletPerClient,
+      check.perClient.prefix,
+      check.perClient.limit,
+      check.perWallet.prefix,
+      check.perWallet.limit,
+      check.perClient.windowSeconds,
+      check.perWalletPerClient.prefix,
+      check.perWalletPerClient.limit,
       check.checksPerNonce,
     ],
   );
@@ -196,8 +201,7 @@ export interface Rotation {
   readonly successor: Uint8Array;
   /** The retry key's commitment, stored with the spent token; null when the client sent none. */
   readonly commitment: Uint8Array | null;
-  readonly bucket: string;
-  readonly limit: number;
+  readonly client: Budget;
 }
 
 /**
@@ -211,9 +215,9 @@ export async function rotateRefreshToken(
   const [attempt] = await db.query<RefreshAttempt>(ROTATE, [
     rotation.presented,
     rotation.successor,
-    rotation.bucket,
-    RATE_LIMIT_WINDOW_SECONDS,
-    rotation.limit,
+    rotation.client.bucket,
+    rotation.client.windowSeconds,
+    rotation.client.limit,
     rotation.commitment,
   ]);
   return attempt;

@@ -1,6 +1,7 @@
 /** POST /wallet-proof/nonce: a server nonce, bound to the address and chain asked for. */
 import { z } from "zod";
 import type { AppConfig } from "../_shared/config/app-config.ts";
+import { budget } from "../_shared/config/limits.ts";
 import type { Database } from "../_shared/db/db.ts";
 import { clientIp, rateLimited } from "../_shared/auth/rate-limit.ts";
 import { generateNonce, toStatement } from "../_shared/auth/siwe.ts";
@@ -51,8 +52,12 @@ export function nonceRoute({ db, config, signInOrigins }: NonceDeps): Handler {
       ttlSeconds: config.nonceTtlSeconds,
       address: body.address?.toLowerCase() ?? null,
       chainId: body.chainId ?? null,
-      bucket: `nonce:ip:${clientIp(request, config.clientIp)}`,
-      maxHits: config.rateLimits.noncePerIpPerMinute,
+      client: budget(
+        config.rateLimits,
+        "noncePerIpPerMinute",
+        "client",
+        clientIp(request, config.clientIp),
+      ),
     });
     if (row.outcome === "rate_limited") throw rateLimited(row.retry_after);
     const message = nonceMessage(request, origins, {

@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import type { AppConfig } from "../_shared/config/app-config.ts";
+import { budget, prefixBudget } from "../_shared/config/limits.ts";
 import type { Database } from "../_shared/db/db.ts";
 import { clientIp, enforceRateLimit, rateLimited } from "../_shared/auth/rate-limit.ts";
 import { hashRefreshToken, newRefreshToken } from "../_shared/auth/refresh-tokens.ts";
@@ -57,10 +58,12 @@ export function proofRoute(deps: ProofDeps): Handler {
     // Every attempt counts against the client's budget, and over it a 429 wins over whatever the
     // checks find. A proof that passes them is counted inside the sign-in's own transaction (one
     // commit); one that fails them, or needs a contract's RPC call, is counted on its own first.
-    const ipLimit = {
-      bucket: `proof:ip:${clientIp(request, config.clientIp)}`,
-      limit: config.rateLimits.proofPerIpPerMinute,
-    };
+    const ipLimit = budget(
+      config.rateLimits,
+      "proofPerIpPerMinute",
+      "client",
+      clientIp(request, config.clientIp),
+    );
     let fields: SiweFields;
     let byKey = true;
     try {
@@ -94,7 +97,7 @@ export function proofRoute(deps: ProofDeps): Handler {
       walletAddress,
       refreshTokenHash: await hashRefreshToken(refreshToken),
       refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
-      walletLimit: config.rateLimits.proofPerAddressPerMinute,
+      wallet: prefixBudget(config.rateLimits, "proofPerAddressPerMinute", "wallet"),
       messageChainId: fields.chainId,
       identityChainId: byKey ? null : fields.chainId,
       clientDescription: clientDescription(request),

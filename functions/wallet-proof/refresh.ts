@@ -8,6 +8,7 @@
  */
 import { z } from "zod";
 import type { AppConfig } from "../_shared/config/app-config.ts";
+import { budget } from "../_shared/config/limits.ts";
 import type { Database } from "../_shared/db/db.ts";
 import { clientIp, rateLimited } from "../_shared/auth/rate-limit.ts";
 import {
@@ -96,14 +97,19 @@ export function refreshRoute(deps: RefreshDeps): Handler {
       ? newRefreshToken()
       : await deps.successorOf(body.refresh_token, commitment.text);
     const nextHash = await hashRefreshToken(next);
+    const client = budget(
+      deps.config.rateLimits,
+      "refreshPerIpPerMinute",
+      "client",
+      clientIp(request, deps.config.clientIp),
+    );
     const attempt = await rotateRefreshToken(db, {
       presented,
       successor: nextHash,
       commitment: commitment?.bytes ?? null,
-      bucket: `refresh:ip:${clientIp(request, deps.config.clientIp)}`,
-      limit: deps.config.rateLimits.refreshPerIpPerMinute,
+      client,
     });
-    if (attempt.hits > deps.config.rateLimits.refreshPerIpPerMinute) {
+    if (attempt.hits > client.limit) {
       throw rateLimited(attempt.retry_after);
     }
     if (attempt.session_id !== null) {

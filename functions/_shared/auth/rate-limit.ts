@@ -1,20 +1,13 @@
 /**
  * Fixed-window rate limits kept in Postgres, so every function instance counts against the same
- * window. One upsert per check (`public.hit_rate_limit`, which sign-in also calls in SQL).
+ * window. One upsert per check (`public.hit_rate_limit`, which sign-in also calls in SQL). Every
+ * budget, its bucket and its limit are declared in config/limits.ts.
  */
 import type { ClientIpSource } from "../config/app-config.ts";
 import { FORWARDED_FOR } from "../config/env-schema.ts";
+import type { Budget } from "../config/limits.ts";
 import { type Database, queryWithoutWaitingForFlush } from "../db/db.ts";
 import { ServiceError } from "../http/errors.ts";
-
-/** Every limit counts per minute. */
-export const RATE_LIMIT_WINDOW_SECONDS = 60;
-
-export interface RateLimit {
-  readonly bucket: string;
-  readonly limit: number;
-  readonly windowSeconds?: number;
-}
 
 /**
  * Counts one hit; over the limit, 429. Old windows are swept by public.hit_rate_limit itself. The
@@ -23,7 +16,7 @@ export interface RateLimit {
  */
 export async function enforceRateLimit(
   db: Pick<Database, "batch">,
-  { bucket, limit, windowSeconds = RATE_LIMIT_WINDOW_SECONDS }: RateLimit,
+  { bucket, limit, windowSeconds }: Budget,
 ): Promise<void> {
   const [row] = await queryWithoutWaitingForFlush<{ hits: number; retry_after: number }>(db, {
     text: "select hits, retry_after from public.hit_rate_limit($1, $2)",

@@ -5,6 +5,7 @@
 import type { DatabaseSettings } from "../db/db.ts";
 import type { EncryptionKeySpec } from "./encryption-keys.ts";
 import type { SessionKeys } from "../auth/session-keys.ts";
+import type { RateLimits } from "./limits.ts";
 
 export type AppEnv = "development" | "test" | "production";
 
@@ -45,26 +46,8 @@ export interface AppConfig {
   readonly nonceTtlSeconds: number;
   readonly accessTokenTtlSeconds: number;
   readonly refreshTokenTtlSeconds: number;
-  readonly rateLimits: {
-    readonly noncePerIpPerMinute: number;
-    readonly proofPerIpPerMinute: number;
-    readonly proofPerAddressPerMinute: number;
-    /** Refresh attempts per client IP: a token's guess costs the database, valid or not. */
-    readonly refreshPerIpPerMinute: number;
-    /** Vault PUTs and DELETEs per creator. */
-    readonly vaultWritesPerMinute: number;
-    /** Reveals per creator. */
-    readonly revealsPerMinute: number;
-    /** Reveals per live-run credential, every creator together. */
-    readonly revealsPerTokenPerMinute: number;
-    /** Reveals refused for a missing or wrong reveal token, per client IP (a right one never counts). */
-    readonly wrongRevealTokensPerIpPerMinute: number;
-    /** Contract-wallet checks (RPC calls) per client IP, and per address and chain, per minute. */
-    readonly rpcPerIpPerMinute: number;
-    readonly rpcPerAddressPerMinute: number;
-    /** Contract-wallet checks per (address, client IP) per minute: one client's share of a wallet. */
-    readonly rpcPerAddressPerClientPerMinute: number;
-  };
+  /** Each limit of limits.ts's table, per its window. */
+  readonly rateLimits: RateLimits;
   /** Days an audit event is kept (AUDIT_RETENTION_DAYS); null: forever. */
   readonly auditRetentionDays: number | null;
   readonly clientIp: ClientIpSource;

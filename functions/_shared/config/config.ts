@@ -14,6 +14,7 @@ import {
 } from "./encryption-keys.ts";
 import { type ComparedSecret, comparedSecret, sharedSecrets, weakSecret } from "./weak-secrets.ts";
 import { localStackProblems } from "./local-stack.ts";
+import { RATE_LIMITS, type RateLimitName, type RateLimits } from "./limits.ts";
 import { isLoopbackHostname } from "../http/loopback.ts";
 import {
   DEV_KID_PREFIX,
@@ -168,19 +169,7 @@ export function parseConfig(
     nonceTtlSeconds: vars.NONCE_TTL_SECONDS,
     accessTokenTtlSeconds: vars.ACCESS_TOKEN_TTL_SECONDS,
     refreshTokenTtlSeconds: vars.REFRESH_TOKEN_TTL_SECONDS,
-    rateLimits: {
-      noncePerIpPerMinute: vars.RATE_LIMIT_NONCE_PER_MINUTE,
-      proofPerIpPerMinute: vars.RATE_LIMIT_PROOF_PER_MINUTE,
-      proofPerAddressPerMinute: vars.RATE_LIMIT_PROOF_PER_ADDRESS_PER_MINUTE,
-      refreshPerIpPerMinute: vars.RATE_LIMIT_REFRESH_PER_MINUTE,
-      vaultWritesPerMinute: vars.RATE_LIMIT_VAULT_WRITES_PER_MINUTE,
-      revealsPerMinute: vars.RATE_LIMIT_REVEALS_PER_MINUTE,
-      revealsPerTokenPerMinute: vars.RATE_LIMIT_REVEALS_PER_TOKEN_PER_MINUTE,
-      wrongRevealTokensPerIpPerMinute: vars.RATE_LIMIT_WRONG_REVEAL_TOKENS_PER_MINUTE,
-      rpcPerIpPerMinute: vars.RATE_LIMIT_RPC_PER_MINUTE,
-      rpcPerAddressPerMinute: vars.RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE,
-      rpcPerAddressPerClientPerMinute: vars.RATE_LIMIT_RPC_PER_ADDRESS_PER_CLIENT_PER_MINUTE,
-    },
+    rateLimits: rateLimitsOf(vars),
     auditRetentionDays: vars.AUDIT_RETENTION_DAYS,
     clientIp: { header: vars.CLIENT_IP_HEADER, trustedHops: vars.CLIENT_IP_TRUSTED_HOPS ?? 1 },
     chainRpcUrls,
@@ -191,6 +180,14 @@ export function parseConfig(
       ...publishableKeys,
     ],
   };
+}
+
+/** Each limit of limits.ts's table as its variable sets it. */
+function rateLimitsOf(vars: EnvVars): RateLimits {
+  const names = Object.keys(RATE_LIMITS) as RateLimitName[];
+  return Object.fromEntries(
+    names.map((name) => [name, vars[RATE_LIMITS[name].variable]]),
+  ) as Record<RateLimitName, number>;
 }
 
 /** What re-encrypting the vault needs (vault:rotate): none of the service's own secrets. */

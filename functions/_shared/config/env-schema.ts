@@ -5,6 +5,7 @@
  * start does not build and compile schemas for it.
  */
 import { HEADER_SAFE_TOKEN } from "../http/reveal-header.ts";
+import { RATE_LIMIT_RANGE, RATE_LIMITS, type RateLimitVariable } from "./limits.ts";
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -95,6 +96,14 @@ const HEADER_SECRET = { kind: "secret", headerSafe: true } as const;
 const integer = <F extends number | undefined>(min: number, max: number, fallback: F) =>
   ({ kind: "integer", min, max, fallback }) as const;
 
+/** The rate limits' variables, each with its default from limits.ts's table. */
+const RATE_LIMIT_VARIABLES = Object.fromEntries(
+  Object.values(RATE_LIMITS).map((limit) => [
+    limit.variable,
+    integer(RATE_LIMIT_RANGE.min, RATE_LIMIT_RANGE.max, limit.default as number),
+  ]),
+) as { readonly [Name in RateLimitVariable]: ReturnType<typeof integer<number>> };
+
 export const ENV_VARS = {
   // No default here: config.ts supplies the caller's (development locally, production deployed).
   APP_ENV: { kind: "choice", options: ["development", "test", "production"], required: true },
@@ -125,14 +134,7 @@ export const ENV_VARS = {
     belowMin: "must be at least 120 (clients refresh 60 s before expiry)",
   },
   REFRESH_TOKEN_TTL_SECONDS: integer(1, 365 * 86_400, 30 * 86_400),
-  RATE_LIMIT_NONCE_PER_MINUTE: integer(1, 1_000_000, 60),
-  RATE_LIMIT_PROOF_PER_MINUTE: integer(1, 1_000_000, 30),
-  RATE_LIMIT_PROOF_PER_ADDRESS_PER_MINUTE: integer(1, 1_000_000, 10),
-  RATE_LIMIT_REFRESH_PER_MINUTE: integer(1, 1_000_000, 60),
-  RATE_LIMIT_VAULT_WRITES_PER_MINUTE: integer(1, 1_000_000, 60),
-  RATE_LIMIT_REVEALS_PER_MINUTE: integer(1, 1_000_000, 60),
-  RATE_LIMIT_REVEALS_PER_TOKEN_PER_MINUTE: integer(1, 1_000_000, 6000),
-  RATE_LIMIT_WRONG_REVEAL_TOKENS_PER_MINUTE: integer(1, 1_000_000, 10),
+  ...RATE_LIMIT_VARIABLES,
   // How long audit events are kept; "forever" keeps every one (docs/operations.md, "Retention").
   AUDIT_RETENTION_DAYS: { ...integer(1, 36_500, 400), unbounded: "forever" },
   CLIENT_IP_HEADER: {
@@ -144,11 +146,6 @@ export const ENV_VARS = {
       "the client's address)",
   },
   CLIENT_IP_TRUSTED_HOPS: integer(1, 10, undefined),
-  RATE_LIMIT_RPC_PER_MINUTE: integer(1, 1_000_000, 10),
-  // Every client together, per wallet and chain: well above one client's share (next line), so one
-  // client alone can never use a wallet's budget up.
-  RATE_LIMIT_RPC_PER_ADDRESS_PER_MINUTE: integer(1, 1_000_000, 100),
-  RATE_LIMIT_RPC_PER_ADDRESS_PER_CLIENT_PER_MINUTE: integer(1, 1_000_000, 5),
   CHAIN_RPC_URLS: TEXT,
   CHAIN_RPC_TIMEOUT_MS: integer(1, 60_000, 3000),
   SUPABASE_URL: TEXT,

@@ -50,22 +50,23 @@ select is_empty(
 );
 
 select function_privs_are('public', 'put_user_secret',
-  array['uuid', 'uuid', 'text', 'bytea', 'bytea', 'text', 'text', 'integer', 'integer'],
+  array['uuid', 'uuid', 'text', 'bytea', 'bytea', 'text', 'text', 'text', 'integer', 'integer'],
   'service_role', array['EXECUTE'], 'service_role can execute put_user_secret');
 select function_privs_are('public', 'list_user_secrets', array['text', 'uuid', 'uuid', 'text[]'],
   'service_role', array['EXECUTE'], 'service_role can execute list_user_secrets');
 select function_privs_are('public', 'act_as_creator', array['text'],
   'service_role', array['EXECUTE'], 'service_role can execute act_as_creator');
 select function_privs_are('public', 'reveal_user_secrets',
-  array['uuid', 'uuid', 'text[]', 'text', 'integer', 'integer', 'integer', 'bytea',
-    'boolean', 'integer'],
+  array['uuid', 'uuid', 'text[]', 'text', 'text', 'integer', 'text', 'integer', 'integer',
+    'bytea', 'boolean', 'integer'],
   'service_role', array['EXECUTE'], 'service_role can execute reveal_user_secrets');
 
 -- The same, as the roles themselves would try it.
 set local role anon;
 select throws_ok(
   $$ select * from public.sign_in_with_nonce('AAAAAAAAAAAAAAAA',
-       '0x3333333333333333333333333333333333333333', '\x00'::bytea, 3600, 10, 60) $$,
+       '0x3333333333333333333333333333333333333333', '\x00'::bytea, 3600, 'proof:address:',
+       10, 60) $$,
   '42501', null, 'anon cannot call sign_in_with_nonce');
 select throws_ok($$ select * from public.hit_rate_limit('proof:ip:127.0.0.1', 60) $$,
   '42501', null, 'anon cannot call hit_rate_limit');
@@ -73,7 +74,7 @@ select throws_ok($$ select public.session_is_live_from_claims() $$,
   '42501', null, 'anon cannot call session_is_live');
 select throws_ok(
   $$ select * from public.put_user_secret(gen_random_uuid(), gen_random_uuid(), 'provider_b_key',
-       '\x00'::bytea, '\x00'::bytea, 'k1', null, 10, 60) $$,
+       '\x00'::bytea, '\x00'::bytea, 'k1', null, 'vault:write:', 10, 60) $$,
   '42501', null, 'anon cannot call put_user_secret');
 reset role;
 
@@ -82,22 +83,25 @@ set local request.jwt.claims to
 set local role authenticated;
 select throws_ok(
   $$ select * from public.sign_in_with_nonce('AAAAAAAAAAAAAAAA',
-       '0x3333333333333333333333333333333333333333', '\x00'::bytea, 3600, 10, 60) $$,
+       '0x3333333333333333333333333333333333333333', '\x00'::bytea, 3600, 'proof:address:',
+       10, 60) $$,
   '42501', null, 'authenticated cannot call sign_in_with_nonce');
 select throws_ok($$ select * from public.hit_rate_limit('proof:ip:127.0.0.1', 60) $$,
   '42501', null, 'authenticated cannot call hit_rate_limit');
 select throws_ok(
   $$ select * from public.put_user_secret('a0000000-0000-4000-8000-0000000000a1',
        'a0000000-0000-4000-8000-000000000001', 'provider_b_key', '\x00'::bytea, '\x00'::bytea,
-       'k1', null, 10, 60) $$,
+       'k1', null, 'vault:write:', 10, 60) $$,
   '42501', null, 'authenticated cannot call put_user_secret');
 select throws_ok(
   $$ select * from public.delete_user_secret('a0000000-0000-4000-8000-0000000000a1',
-       'a0000000-0000-4000-8000-000000000001', 'provider_b_key', 10, 60) $$,
+       'a0000000-0000-4000-8000-000000000001', 'provider_b_key', 'vault:write:', 10,
+       60) $$,
   '42501', null, 'authenticated cannot call delete_user_secret');
 select throws_ok(
   $$ select * from public.reveal_user_secrets('a0000000-0000-4000-8000-0000000000a1',
-       'a0000000-0000-4000-8000-000000000001', array['provider_b_key'], 'bucket', 10, 10, 60) $$,
+       'a0000000-0000-4000-8000-000000000001', array['provider_b_key'], 'bucket',
+       'vault:reveal:user:', 10, 'vault:reveal:token:', 10, 60) $$,
   '42501', null, 'authenticated cannot call reveal_user_secrets');
 select throws_ok(
   $$ select public.record_reveal_failure('a0000000-0000-4000-8000-0000000000a1',

@@ -17,14 +17,14 @@ select results_eq(
   $$ select outcome, created from public.put_user_secret('c0000000-0000-4000-8000-0000000000c1',
        'c0000000-0000-4000-8000-000000000001', 'provider_b_key',
        '\x0101010101010101010101010101010101'::bytea, '\x000000000000000000000000'::bytea, 'k1',
-       '…abcd', 2, 60) $$,
+       '…abcd', 'vault:write:', 2, 60) $$,
   $$ values ('stored', true) $$,
   'a live session stores a new row');
 select results_eq(
   $$ select outcome, created from public.put_user_secret('c0000000-0000-4000-8000-0000000000c1',
        'c0000000-0000-4000-8000-000000000001', 'provider_b_key',
        '\x0202020202020202020202020202020202'::bytea, '\x000000000000000000000000'::bytea, 'k1',
-       null, 2, 60) $$,
+       null, 'vault:write:', 2, 60) $$,
   $$ values ('stored', false) $$,
   'the second write replaces it');
 select results_eq(
@@ -32,12 +32,12 @@ select results_eq(
        from public.put_user_secret('c0000000-0000-4000-8000-0000000000c1',
        'c0000000-0000-4000-8000-000000000001', 'provider_c_key',
        '\x0303030303030303030303030303030303'::bytea, '\x000000000000000000000000'::bytea, 'k1',
-       null, 2, 60) $$,
+       null, 'vault:write:', 2, 60) $$,
   $$ values ('rate_limited', true) $$,
   'the write over the limit is refused with a retry time');
 select results_eq(
   $$ select outcome from public.delete_user_secret('c0000000-0000-4000-8000-0000000000c1',
-       'c0000000-0000-4000-8000-000000000001', 'provider_b_key', 2, 60) $$,
+       'c0000000-0000-4000-8000-000000000001', 'provider_b_key', 'vault:write:', 2, 60) $$,
   $$ values ('rate_limited') $$,
   'deletes share the writes'' limit');
 select results_eq(
@@ -49,12 +49,12 @@ select results_eq(
   $$ select outcome from public.put_user_secret('c0000000-0000-4000-8000-0000000000c2',
        'c0000000-0000-4000-8000-000000000001', 'provider_d_key',
        '\x0404040404040404040404040404040404'::bytea, '\x000000000000000000000000'::bytea, 'k1',
-       null, 100, 60) $$,
+       null, 'vault:write:', 100, 60) $$,
   $$ values ('session_revoked') $$,
   'a revoked session writes nothing');
 select results_eq(
   $$ select outcome from public.delete_user_secret('c0000000-0000-4000-8000-0000000000c1',
-       'c0000000-0000-4000-8000-000000000001', 'provider_e_key', 100, 60) $$,
+       'c0000000-0000-4000-8000-000000000001', 'provider_e_key', 'vault:write:', 100, 60) $$,
   $$ values ('not_found') $$,
   'deleting a type that is not stored says so');
 
@@ -65,7 +65,8 @@ select results_eq(
   $$ select outcome, secret_type, key_id
        from public.reveal_user_secrets('c0000000-0000-4000-8000-0000000000c1',
        'c0000000-0000-4000-8000-000000000001',
-       array['provider_e_key', 'provider_d_key', 'provider_b_key'], 'bucket', 10, 10, 60) $$,
+       array['provider_e_key', 'provider_d_key', 'provider_b_key'], 'bucket',
+       'vault:reveal:user:', 10, 'vault:reveal:token:', 10, 60) $$,
   $$ values ('revealed', 'provider_e_key', 'k1'), ('revealed', 'provider_b_key', 'k1') $$,
   'a reveal returns the stored rows asked for, in the order asked for');
 select results_eq(
@@ -76,11 +77,13 @@ select results_eq(
   'and has recorded one reveal event naming the types read, in that order, in the same statement');
 select is_empty(
   $$ select * from public.reveal_user_secrets('c0000000-0000-4000-8000-0000000000c1',
-       'c0000000-0000-4000-8000-000000000001', array['provider_d_key'], 'bucket', 10, 10, 60) $$,
+       'c0000000-0000-4000-8000-000000000001', array['provider_d_key'], 'bucket',
+       'vault:reveal:user:', 10, 'vault:reveal:token:', 10, 60) $$,
   'a reveal of a type not stored reads nothing');
 select results_eq(
   $$ select outcome from public.reveal_user_secrets('c0000000-0000-4000-8000-0000000000c2',
-       'c0000000-0000-4000-8000-000000000001', array['provider_b_key'], 'bucket', 10, 10, 60) $$,
+       'c0000000-0000-4000-8000-000000000001', array['provider_b_key'], 'bucket',
+       'vault:reveal:user:', 10, 'vault:reveal:token:', 10, 60) $$,
   $$ values ('session_revoked') $$,
   'a revoked session reveals nothing');
 select is(

@@ -15,13 +15,16 @@ insert into public.auth_nonces (nonce, expires_at) values
 -- One client, one nonce, generous budgets: three checks, then the nonce is refused.
 select results_eq(
   $$ select outcome from public.admit_contract_check('testchecknonce0001', '0x' || repeat('a', 40),
-       1, '10.0.0.1', 100, 100, 60, 100, 3)
+       1, '10.0.0.1', 'rpc:ip:', 100, 'rpc:address:', 100, 60, 'rpc:address-ip:', 100, 3)
      union all select outcome from public.admit_contract_check('testchecknonce0001',
-       '0x' || repeat('a', 40), 1, '10.0.0.1', 100, 100, 60, 100, 3)
+       '0x' || repeat('a', 40), 1, '10.0.0.1', 'rpc:ip:', 100, 'rpc:address:', 100, 60,
+       'rpc:address-ip:', 100, 3)
      union all select outcome from public.admit_contract_check('testchecknonce0001',
-       '0x' || repeat('a', 40), 1, '10.0.0.1', 100, 100, 60, 100, 3)
+       '0x' || repeat('a', 40), 1, '10.0.0.1', 'rpc:ip:', 100, 'rpc:address:', 100, 60,
+       'rpc:address-ip:', 100, 3)
      union all select outcome from public.admit_contract_check('testchecknonce0001',
-       '0x' || repeat('a', 40), 1, '10.0.0.1', 100, 100, 60, 100, 3) $$,
+       '0x' || repeat('a', 40), 1, '10.0.0.1', 'rpc:ip:', 100, 'rpc:address:', 100, 60,
+       'rpc:address-ip:', 100, 3) $$,
   array['ok', 'ok', 'ok', 'nonce_exhausted'],
   'a nonce is admitted for at most nonce_check_limit checks'
 );
@@ -39,11 +42,13 @@ select is(
 -- Per wallet and client: 2. Shared by every client: 3.
 select results_eq(
   $$ select outcome from public.admit_contract_check('testchecknonce0002', '0x' || repeat('b', 40),
-       1, '10.0.0.2', 100, 3, 60, 2, 100)
+       1, '10.0.0.2', 'rpc:ip:', 100, 'rpc:address:', 3, 60, 'rpc:address-ip:', 2, 100)
      union all select outcome from public.admit_contract_check('testchecknonce0002',
-       '0x' || repeat('b', 40), 1, '10.0.0.2', 100, 3, 60, 2, 100)
+       '0x' || repeat('b', 40), 1, '10.0.0.2', 'rpc:ip:', 100, 'rpc:address:', 3, 60,
+       'rpc:address-ip:', 2, 100)
      union all select outcome from public.admit_contract_check('testchecknonce0002',
-       '0x' || repeat('b', 40), 1, '10.0.0.2', 100, 3, 60, 2, 100) $$,
+       '0x' || repeat('b', 40), 1, '10.0.0.2', 'rpc:ip:', 100, 'rpc:address:', 3, 60,
+       'rpc:address-ip:', 2, 100) $$,
   array['ok', 'ok', 'rate_limited'],
   'one client is held to its budget for a wallet'
 );
@@ -55,21 +60,23 @@ select is(
 );
 select results_eq(
   $$ select outcome from public.admit_contract_check('testchecknonce0003', '0x' || repeat('b', 40),
-       1, '10.0.0.3', 100, 3, 60, 2, 100)
+       1, '10.0.0.3', 'rpc:ip:', 100, 'rpc:address:', 3, 60, 'rpc:address-ip:', 2, 100)
      union all select outcome from public.admit_contract_check('testchecknonce0003',
-       '0x' || repeat('b', 40), 1, '10.0.0.3', 100, 3, 60, 2, 100) $$,
+       '0x' || repeat('b', 40), 1, '10.0.0.3', 'rpc:ip:', 100, 'rpc:address:', 3, 60,
+       'rpc:address-ip:', 2, 100) $$,
   array['ok', 'rate_limited'],
   'another client has its own budget, under the cap every client shares'
 );
 select results_eq(
   $$ select outcome from public.admit_contract_check('testchecknonce0003', '0x' || repeat('b', 40),
-       8453, '10.0.0.3', 100, 3, 60, 2, 100) $$,
+       8453, '10.0.0.3', 'rpc:ip:', 100, 'rpc:address:', 3, 60, 'rpc:address-ip:', 2, 100) $$,
   array['ok'],
   'the same address on another chain counts apart'
 );
 select is(
   (select retry_after > 0 from public.admit_contract_check('testchecknonce0003',
-     '0x' || repeat('b', 40), 1, '10.0.0.4', 100, 3, 60, 2, 100)),
+     '0x' || repeat('b', 40), 1, '10.0.0.4', 'rpc:ip:', 100, 'rpc:address:', 3, 60,
+     'rpc:address-ip:', 2, 100)),
   true,
   'a refusal over a budget says when to retry'
 );
@@ -77,9 +84,10 @@ select is(
 -- The client's budget over all wallets still comes first.
 select results_eq(
   $$ select outcome from public.admit_contract_check('testchecknonce0004', '0x' || repeat('c', 40),
-       1, '10.0.0.5', 1, 100, 60, 100, 100)
+       1, '10.0.0.5', 'rpc:ip:', 1, 'rpc:address:', 100, 60, 'rpc:address-ip:', 100, 100)
      union all select outcome from public.admit_contract_check('testchecknonce0004',
-       '0x' || repeat('d', 40), 1, '10.0.0.5', 1, 100, 60, 100, 100) $$,
+       '0x' || repeat('d', 40), 1, '10.0.0.5', 'rpc:ip:', 1, 'rpc:address:', 100, 60,
+       'rpc:address-ip:', 100, 100) $$,
   array['ok', 'rate_limited'],
   'a client over its own budget is refused whichever wallet it names'
 );
@@ -92,7 +100,7 @@ select is_empty(
 update public.auth_nonces set used_at = now() where nonce = 'testchecknonce0004';
 select results_eq(
   $$ select outcome from public.admit_contract_check('testchecknonce0004', '0x' || repeat('c', 40),
-       1, '10.0.0.6', 100, 100, 60, 100, 100) $$,
+       1, '10.0.0.6', 'rpc:ip:', 100, 'rpc:address:', 100, 60, 'rpc:address-ip:', 100, 100) $$,
   array['nonce_used'],
   'a spent nonce is nonce_used'
 );

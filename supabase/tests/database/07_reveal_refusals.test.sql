@@ -19,21 +19,25 @@ insert into public.auth_sessions (id, user_id, expires_at, revoked_at, revoked_r
 
 select results_eq(
   $$ select hits, recorded from public.refuse_reveal('vault:reveal:wrong-token:ip:192.0.2.1', 2,
-       60, 'f0000000-0000-4000-8000-0000000000f1', 'f0000000-0000-4000-8000-000000000001')
+       60, 'f0000000-0000-4000-8000-0000000000f1', 'f0000000-0000-4000-8000-000000000001',
+       'vault:reveal:refused:user:')
      union all
      select hits, recorded from public.refuse_reveal('vault:reveal:wrong-token:ip:192.0.2.1', 2,
-       60, 'f0000000-0000-4000-8000-0000000000f1', 'f0000000-0000-4000-8000-000000000001')
+       60, 'f0000000-0000-4000-8000-0000000000f1', 'f0000000-0000-4000-8000-000000000001',
+       'vault:reveal:refused:user:')
      union all
      select hits, recorded from public.refuse_reveal('vault:reveal:wrong-token:ip:192.0.2.1', 2,
-       60, 'f0000000-0000-4000-8000-0000000000f1', 'f0000000-0000-4000-8000-000000000001')
+       60, 'f0000000-0000-4000-8000-0000000000f1', 'f0000000-0000-4000-8000-000000000001',
+       'vault:reveal:refused:user:')
      union all
      select hits, recorded from public.refuse_reveal('vault:reveal:wrong-token:ip:192.0.2.1', 2,
-       60, 'f0000000-0000-4000-8000-0000000000f1', 'f0000000-0000-4000-8000-000000000001') $$,
+       60, 'f0000000-0000-4000-8000-0000000000f1', 'f0000000-0000-4000-8000-000000000001',
+       'vault:reveal:refused:user:') $$,
   $$ values (1, true), (2, true), (3, true), (4, false) $$,
   'each refusal is counted, and recorded up to the first one over the limit');
 select ok(
   (select retry_after between 1 and 60 from public.refuse_reveal(
-    'vault:reveal:wrong-token:ip:192.0.2.1', 2, 60, null, null)),
+    'vault:reveal:wrong-token:ip:192.0.2.1', 2, 60, null, null, 'vault:reveal:refused:user:')),
   'the count comes with the seconds left in its window');
 select results_eq(
   $$ select action, secret_types from public.secret_events
@@ -43,15 +47,17 @@ select results_eq(
   'the recorded refusals name the creator and no type');
 select is(
   (select recorded from public.refuse_reveal('vault:reveal:wrong-token:ip:192.0.2.2', 2, 60,
-    'f0000000-0000-4000-8000-0000000000f2', 'f0000000-0000-4000-8000-000000000001')),
+    'f0000000-0000-4000-8000-0000000000f2', 'f0000000-0000-4000-8000-000000000001',
+    'vault:reveal:refused:user:')),
   false, 'an ended session records nothing');
 select is(
   (select recorded from public.refuse_reveal('vault:reveal:wrong-token:ip:192.0.2.2', 2, 60,
-    'f0000000-0000-4000-8000-0000000000f1', 'f0000000-0000-4000-8000-000000000002')),
+    'f0000000-0000-4000-8000-0000000000f1', 'f0000000-0000-4000-8000-000000000002',
+    'vault:reveal:refused:user:')),
   false, 'a session that is not that user''s records nothing');
 select is(
   (select hits from public.refuse_reveal('vault:reveal:wrong-token:ip:192.0.2.2', 2, 60,
-    null, null)),
+    null, null, 'vault:reveal:refused:user:')),
   3, 'every refusal counts, with a session or without');
 select is(
   (select count(*)::integer from public.secret_events
@@ -61,19 +67,24 @@ select is(
 -- Five clients (five /64s of one IPv6 block, say), one refusal each, all within their own budgets.
 select results_eq(
   $$ select recorded from public.refuse_reveal('vault:reveal:wrong-token:ip:2001:db8:0:1::', 2,
-       60, 'f0000000-0000-4000-8000-0000000000f3', 'f0000000-0000-4000-8000-000000000003')
+       60, 'f0000000-0000-4000-8000-0000000000f3', 'f0000000-0000-4000-8000-000000000003',
+       'vault:reveal:refused:user:')
      union all
      select recorded from public.refuse_reveal('vault:reveal:wrong-token:ip:2001:db8:0:2::', 2,
-       60, 'f0000000-0000-4000-8000-0000000000f3', 'f0000000-0000-4000-8000-000000000003')
+       60, 'f0000000-0000-4000-8000-0000000000f3', 'f0000000-0000-4000-8000-000000000003',
+       'vault:reveal:refused:user:')
      union all
      select recorded from public.refuse_reveal('vault:reveal:wrong-token:ip:2001:db8:0:3::', 2,
-       60, 'f0000000-0000-4000-8000-0000000000f3', 'f0000000-0000-4000-8000-000000000003')
+       60, 'f0000000-0000-4000-8000-0000000000f3', 'f0000000-0000-4000-8000-000000000003',
+       'vault:reveal:refused:user:')
      union all
      select recorded from public.refuse_reveal('vault:reveal:wrong-token:ip:2001:db8:0:4::', 2,
-       60, 'f0000000-0000-4000-8000-0000000000f3', 'f0000000-0000-4000-8000-000000000003')
+       60, 'f0000000-0000-4000-8000-0000000000f3', 'f0000000-0000-4000-8000-000000000003',
+       'vault:reveal:refused:user:')
      union all
      select recorded from public.refuse_reveal('vault:reveal:wrong-token:ip:2001:db8:0:5::', 2,
-       60, 'f0000000-0000-4000-8000-0000000000f3', 'f0000000-0000-4000-8000-000000000003') $$,
+       60, 'f0000000-0000-4000-8000-0000000000f3', 'f0000000-0000-4000-8000-000000000003',
+       'vault:reveal:refused:user:') $$,
   $$ values (true), (true), (true), (false), (false) $$,
   'many clients record up to the first refusal over the limit for one creator, then no more');
 select is(
@@ -95,12 +106,13 @@ select lives_ok(
   'a refused reveal may name types');
 
 select function_privs_are('public', 'refuse_reveal',
-  array['text', 'integer', 'integer', 'uuid', 'uuid'],
+  array['text', 'integer', 'integer', 'uuid', 'uuid', 'text'],
   'service_role', array['EXECUTE'], 'service_role can execute refuse_reveal');
 
 set local role anon;
 select throws_ok(
-  $$ select * from public.refuse_reveal('vault:reveal:wrong-token:ip:192.0.2.3', 2, 60, null, null) $$,
+  $$ select * from public.refuse_reveal('vault:reveal:wrong-token:ip:192.0.2.3', 2, 60, null,
+  null, 'vault:reveal:refused:user:') $$,
   '42501', null, 'anon cannot call refuse_reveal');
 reset role;
 set local request.jwt.claims to
@@ -108,7 +120,8 @@ set local request.jwt.claims to
 set local role authenticated;
 select throws_ok(
   $$ select * from public.refuse_reveal('vault:reveal:wrong-token:ip:192.0.2.3', 2, 60,
-       'f0000000-0000-4000-8000-0000000000f1', 'f0000000-0000-4000-8000-000000000001') $$,
+       'f0000000-0000-4000-8000-0000000000f1', 'f0000000-0000-4000-8000-000000000001',
+       'vault:reveal:refused:user:') $$,
   '42501', null, 'authenticated cannot call refuse_reveal');
 reset role;
 

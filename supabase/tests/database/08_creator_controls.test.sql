@@ -114,12 +114,13 @@ reset role;
 -- The kill switch, in the reveal's own statement.
 select results_eq(
   $$ select outcome from public.lock_reveals('a1000000-0000-4000-8000-0000000000a1',
-       'a1000000-0000-4000-8000-000000000001', 10, 60) $$,
+       'a1000000-0000-4000-8000-000000000001', 'vault:lock:', 10, 60) $$,
   $$ values ('locked') $$, 'a live session locks');
 select results_eq(
   $$ select outcome, secret_type, ciphertext from public.reveal_user_secrets(
        'a1000000-0000-4000-8000-0000000000a1', 'a1000000-0000-4000-8000-000000000001',
-       array['provider_b_key'], 'bucket', 10, 10, 60) $$,
+       array['provider_b_key'], 'bucket', 'vault:reveal:user:', 10, 'vault:reveal:token:', 10,
+       60) $$,
   $$ values ('vault_locked', null::text, null::bytea) $$,
   'a locked creator''s reveal reads nothing');
 select results_eq(
@@ -130,15 +131,17 @@ select results_eq(
   'the lock and the refused reveal are in the trail');
 select results_eq(
   $$ select outcome from public.reveal_user_secrets('a1000000-0000-4000-8000-0000000000a2',
-       'a1000000-0000-4000-8000-000000000001', array['provider_b_key'], 'bucket', 10, 10, 60) $$,
+       'a1000000-0000-4000-8000-000000000001', array['provider_b_key'], 'bucket',
+       'vault:reveal:user:', 10, 'vault:reveal:token:', 10, 60) $$,
   $$ values ('session_revoked') $$, 'an ended session is refused before the lock is');
 select results_eq(
   $$ select outcome from public.reveal_user_secrets('b1000000-0000-4000-8000-0000000000b1',
-       'b1000000-0000-4000-8000-000000000001', array['provider_b_key'], 'bucket', 10, 10, 60) $$,
+       'b1000000-0000-4000-8000-000000000001', array['provider_b_key'], 'bucket',
+       'vault:reveal:user:', 10, 'vault:reveal:token:', 10, 60) $$,
   $$ select 'x' where false $$, 'another creator is not locked (nothing stored, no row)');
 select results_eq(
   $$ select outcome from public.lock_reveals('a1000000-0000-4000-8000-0000000000a2',
-       'a1000000-0000-4000-8000-000000000001', 10, 60) $$,
+       'a1000000-0000-4000-8000-000000000001', 'vault:lock:', 10, 60) $$,
   $$ values ('session_revoked') $$, 'an ended session cannot lock');
 
 -- Confirmation nonces.
@@ -158,42 +161,44 @@ insert into public.auth_nonces (nonce, expires_at, address) values
     '0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1');
 select results_eq(
   $$ select outcome from public.sign_in_from_ip(null, 10, 'UnlockNonce0000000000000000000001',
-       '0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1', sha256('never'::bytea), 3600, 10, 60, 1, null) $$,
+       '0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1', sha256('never'::bytea), 3600,
+       'proof:address:', 10, 60, 1, null) $$,
   $$ values ('nonce_purpose') $$, 'sign-in never spends a nonce issued for a purpose');
 select results_eq(
   $$ select outcome from public.sign_in_with_nonce('UnlockNonce0000000000000000000001',
-       '0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1', sha256('never'::bytea), 3600, 10, 60, 1, null) $$,
+       '0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1', sha256('never'::bytea), 3600,
+       'proof:address:', 10, 60, 1, null) $$,
   $$ values ('nonce_purpose') $$, 'nor does its inner function');
 select results_eq(
   $$ select outcome from public.unlock_reveals('a1000000-0000-4000-8000-0000000000a1',
        'a1000000-0000-4000-8000-000000000001', 'SignInNonce0000000000000000000001',
-       '0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1', 1, null, 10, 60) $$,
+       '0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1', 1, null, 'confirm:user:', 10, 60) $$,
   $$ values ('nonce_purpose') $$, 'an act never spends a sign-in nonce');
 select results_eq(
   $$ select outcome from public.delete_account('a1000000-0000-4000-8000-0000000000a1',
        'a1000000-0000-4000-8000-000000000001', 'UnlockNonce0000000000000000000001',
-       '0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1', 1, null, 10, 60) $$,
+       '0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1', 1, null, 'confirm:user:', 10, 60) $$,
   $$ values ('nonce_purpose') $$, 'nor one issued for another act');
 select results_eq(
   $$ select outcome from public.unlock_reveals('a1000000-0000-4000-8000-0000000000a1',
        'a1000000-0000-4000-8000-000000000001', 'UnlockNonce0000000000000000000001',
-       '0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1', 1, 1, 10, 60) $$,
+       '0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1', 1, 1, 'confirm:user:', 10, 60) $$,
   $$ values ('identity_mismatch') $$, 'a contract''s signature does not confirm a key''s creator');
 select results_eq(
   $$ select outcome from public.sign_out_sessions('b1000000-0000-4000-8000-0000000000b1',
        'b1000000-0000-4000-8000-000000000001', 'UnlockNonce0000000000000000000001',
        '0xb1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1b1', 1, null,
-       array['a1000000-0000-4000-8000-0000000000a1'::uuid], 10, 60) $$,
+       array['a1000000-0000-4000-8000-0000000000a1'::uuid], 'confirm:user:', 10, 60) $$,
   $$ values ('session_not_found') $$, 'another creator''s session cannot be signed out');
 select results_eq(
   $$ select outcome from public.unlock_reveals('a1000000-0000-4000-8000-0000000000a1',
        'a1000000-0000-4000-8000-000000000001', 'UnlockNonce0000000000000000000001',
-       '0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1', 1, null, 10, 60) $$,
+       '0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1', 1, null, 'confirm:user:', 10, 60) $$,
   $$ values ('unlocked') $$, 'the unlock nonce unlocks, from its session, for its wallet');
 select results_eq(
   $$ select outcome from public.unlock_reveals('a1000000-0000-4000-8000-0000000000a1',
        'a1000000-0000-4000-8000-000000000001', 'UnlockNonce0000000000000000000001',
-       '0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1', 1, null, 10, 60) $$,
+       '0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1', 1, null, 'confirm:user:', 10, 60) $$,
   $$ values ('nonce_used') $$, 'once');
 select is(
   (select reveals_locked_at from public.wallet_users
@@ -210,7 +215,7 @@ select results_eq(
 select results_eq(
   $$ select outcome from public.delete_account('a1000000-0000-4000-8000-0000000000a1',
        'a1000000-0000-4000-8000-000000000001', 'DeleteNonce0000000000000000000001',
-       '0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1', 1, null, 10, 60) $$,
+       '0xa1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1', 1, null, 'confirm:user:', 10, 60) $$,
   $$ values ('deleted') $$, 'deletes the account');
 select is_empty(
   $$ select 1 from public.wallet_users where id = 'a1000000-0000-4000-8000-000000000001'
@@ -236,14 +241,14 @@ select is(
 
 -- Grants: the service's alone.
 select function_privs_are('public', 'unlock_reveals',
-  array['uuid', 'uuid', 'text', 'text', 'bigint', 'bigint', 'integer', 'integer'],
+  array['uuid', 'uuid', 'text', 'text', 'bigint', 'bigint', 'text', 'integer', 'integer'],
   'service_role', array['EXECUTE'], 'service_role can execute unlock_reveals');
 set local request.jwt.claims to
   '{"sub":"b1000000-0000-4000-8000-000000000001","role":"authenticated","session_id":"b1000000-0000-4000-8000-0000000000b1"}';
 set local role authenticated;
 select throws_ok(
   $$ select * from public.lock_reveals('b1000000-0000-4000-8000-0000000000b1',
-       'b1000000-0000-4000-8000-000000000001', 10, 60) $$,
+       'b1000000-0000-4000-8000-000000000001', 'vault:lock:', 10, 60) $$,
   '42501', null, 'authenticated cannot call lock_reveals');
 reset role;
 

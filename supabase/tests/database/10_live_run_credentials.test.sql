@@ -25,7 +25,8 @@ insert into public.live_run_credentials (name, secret_types, token_hash, expires
 select results_eq(
   $$ select outcome, secret_type, credential_name from public.reveal_user_secrets(
        'e0000000-0000-4000-8000-0000000000e1', 'e0000000-0000-4000-8000-000000000001',
-       array['provider_b_key'], 'bucket-e', 10, 10, 60, sha256('live'::bytea)) $$,
+       array['provider_b_key'], 'bucket-e', 'vault:reveal:user:', 10, 'vault:reveal:token:', 10,
+       60, sha256('live'::bytea)) $$,
   $$ values ('revealed', 'provider_b_key', 'image-worker') $$,
   'a live credential reveals a type in its scope');
 select results_eq(
@@ -36,7 +37,8 @@ select results_eq(
 select results_eq(
   $$ select outcome, secret_type from public.reveal_user_secrets(
        'e0000000-0000-4000-8000-0000000000e1', 'e0000000-0000-4000-8000-000000000001',
-       array['provider_b_key', 'provider_c_key'], 'bucket-e', 10, 10, 60,
+       array['provider_b_key', 'provider_c_key'], 'bucket-e', 'vault:reveal:user:', 10,
+       'vault:reveal:token:', 10, 60,
        sha256('live'::bytea)) $$,
   $$ values ('out_of_scope', null::text) $$,
   'a type outside the scope refuses the whole reveal, reading nothing');
@@ -49,7 +51,8 @@ select results_eq(
 select results_eq(
   $$ select secret_type from public.reveal_user_secrets(
        'e0000000-0000-4000-8000-0000000000e1', 'e0000000-0000-4000-8000-000000000001',
-       array['provider_a_api_key', 'provider_b_key', 'provider_c_key'], 'bucket-e', 10, 10, 60,
+       array['provider_a_api_key', 'provider_b_key', 'provider_c_key'], 'bucket-e',
+       'vault:reveal:user:', 10, 'vault:reveal:token:', 10, 60,
        sha256('live'::bytea), true) $$,
   $$ values ('provider_b_key') $$,
   'a reveal naming no type reads the types in the scope');
@@ -62,7 +65,8 @@ select results_eq(
        (2, sha256('expired'::bytea)), (3, sha256('unknown'::bytea)))
        as presented (n, hash),
        lateral public.reveal_user_secrets('e0000000-0000-4000-8000-0000000000e1',
-         'e0000000-0000-4000-8000-000000000001', array['provider_b_key'], 'bucket-e', 10, 10, 60,
+         'e0000000-0000-4000-8000-000000000001', array['provider_b_key'], 'bucket-e',
+         'vault:reveal:user:', 10, 'vault:reveal:token:', 10, 60,
          presented.hash) r
      order by presented.n $$,
   $$ values ('credential_refused'), ('credential_refused'), ('credential_refused') $$,
