@@ -10,7 +10,7 @@ import { databaseUrl, type Env, type EnvVars, FORWARDED_FOR, readEnvVars } from 
 import { type EncryptionKeySpec, keyringEntrySecret, parseKeyring } from "./keyring.ts";
 import { type ComparedSecret, comparedSecret, sharedSecrets, weakSecret } from "./weak-secrets.ts";
 import { localStackProblems } from "./local-stack.ts";
-import { isLoopbackHostname } from "../http/loopback.ts";
+import { isLoopbackHostname } from "../../../protocol/loopback.ts";
 import {
   DEV_KID_PREFIX,
   LEGACY_ISSUER,

@@ -17,8 +17,8 @@ export {
   SECRET_TYPE_INFO,
   SECRET_TYPES,
   STEP_KINDS,
-} from "../functions/_shared/vault/secret-types.ts";
-export type { ProviderInfo, SecretTypeInfo } from "../functions/_shared/vault/secret-types.ts";
+} from "../../protocol/secret-types.ts";
+export type { ProviderInfo, SecretTypeInfo } from "../../protocol/secret-types.ts";
 export {
   DEFAULT_PROVIDER_ORDER,
   isProviderId,
@@ -26,13 +26,13 @@ export {
   planRoute,
   providerReadiness,
   ROUTES,
-} from "../functions/_shared/vault/provider-routing.ts";
+} from "../../protocol/provider-routing.ts";
 export type {
   RouteError,
   RouteErrorCode,
   RouteOption,
   RoutePlan,
   RouteResult,
-} from "../functions/_shared/vault/provider-routing.ts";
-export { ERROR_STATUS } from "../functions/_shared/http/errors.ts";
-export { REVEAL_TOKEN_HEADER } from "../functions/_shared/http/reveal-header.ts";
+} from "../../protocol/provider-routing.ts";
+export { ERROR_STATUS } from "../../protocol/error-codes.ts";
+export { REVEAL_TOKEN_HEADER } from "../../protocol/reveal-header.ts";
