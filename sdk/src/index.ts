@@ -1,8 +1,8 @@
 /**
  * `@wallet-vault/client`: what the browser client and the live-run server client share — the
  * error type and its codes, the shapes the service answers with, and the secret-type registry and
- * provider routing, which come from the same source files the service itself runs
- * (functions/_shared), so a client and the service cannot disagree on a name.
+ * provider routing, which come from the same source files the service itself runs (protocol/),
+ * so a client and the service cannot disagree on a name.
  *
  * The clients are the subpaths: `@wallet-vault/client/browser` and `@wallet-vault/client/server`.
  */

@@ -1,6 +1,6 @@
 /**
  * The shapes both clients read from the service. Types only: the registry's own types come from
- * functions/_shared, so the clients and the service cannot disagree on a secret type's name.
+ * protocol/, so the clients and the service cannot disagree on a secret type's name.
  */
 import type { ProviderReadiness } from "../../protocol/provider-routing.ts";
 import type { SecretType } from "../../protocol/secret-types.ts";
