@@ -15,7 +15,7 @@
  */
 import { parseConfig } from "../functions/_shared/config/config.ts";
 import type { Database } from "../functions/_shared/db/db.ts";
-import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
+import { SECRET_TYPES } from "../protocol/secret-types.ts";
 import { connectionLimitsFromEnv, serveWithLimits } from "../server/connection-limits.ts";
 import { openDatabase } from "../server/database.ts";
 

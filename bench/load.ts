@@ -8,7 +8,7 @@
  * Knobs: LOAD_CREATORS (40), LOAD_DURATION_MS (20000), LOAD_MAX_REQUESTS (200000),
  * LOAD_ENGINES (postgres,pglite; postgres when DATABASE_URL is set or one answers on 5432).
  */
-import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
+import { SECRET_TYPES } from "../protocol/secret-types.ts";
 import {
   benchCredential,
   createDatabase,

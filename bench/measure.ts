@@ -3,7 +3,7 @@
  * its answer must pass to count (a 200 is not enough: GET must list the creator's seven secrets,
  * reveal must return the creator's seven values), and a closed-loop load generator to drive them.
  */
-import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
+import { SECRET_TYPES } from "../protocol/secret-types.ts";
 import { jsonHeaders, log, median, newAccount, preparedProof, signIn } from "./support.ts";
 import type { Session } from "./support.ts";
 

@@ -5,7 +5,7 @@
 import { decodeProtectedHeader } from "jose";
 import postgres from "postgres";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
-import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
+import { SECRET_TYPES } from "../protocol/secret-types.ts";
 import { openDatabase } from "../server/database.ts";
 import { generateDevKeys } from "../server/dev-keys.ts";
 import { generateLiveRunCredential } from "../functions/_shared/auth/live-run-credential-format.ts";

@@ -4,7 +4,7 @@
  * and the live-run lock, built with createElement, textContent and attributes only. No state:
  * settings-controls.ts passes in what to show and what to do.
  */
-import type { ActivityEvent, CreatorSession, LockState } from "../sdk/browser.ts";
+import type { ActivityEvent, CreatorSession, LockState } from "../sdk/src/browser.ts";
 import { timeElement } from "./settings-render.ts";
 
 /** What happened, in words; the types touched follow. */

@@ -6,7 +6,7 @@
  * out and deleting the account ask the wallet for a fresh signature. settings.ts owns the session
  * and tells this module whose controls to show.
  */
-import type { CreatorSession, DiscoveredWallet, VaultClient } from "../sdk/browser.ts";
+import type { CreatorSession, DiscoveredWallet, VaultClient } from "../sdk/src/browser.ts";
 import {
   activityItem,
   downloadJson,

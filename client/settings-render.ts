@@ -13,7 +13,7 @@ import {
   type SecretType,
   type StepKind,
   VaultError,
-} from "../sdk/browser.ts";
+} from "../sdk/src/browser.ts";
 
 /** The body of /settings/registry.json (server/static.ts). */
 export interface Registry {
@@ -156,7 +156,7 @@ export function renderSecretItems(list: HTMLOListElement, status: SecretsStatus 
 }
 
 /**
- * The service's own readiness (providerReadiness in functions/_shared/vault/provider-routing.ts) when
+ * The service's own readiness (providerReadiness in protocol/provider-routing.ts) when
  * GET /secrets reports it, else the same rule applied to the registry: a provider is ready when
  * every type it requires is saved.
  */

@@ -18,7 +18,7 @@ import {
   SignatureRejectedError,
   VaultError,
   type VaultSession,
-} from "../sdk/browser.ts";
+} from "../sdk/src/browser.ts";
 import { createControls } from "./settings-controls.ts";
 import {
   busy,

@@ -8,7 +8,7 @@
 import type { Database, Queryable } from "../functions/_shared/db/db.ts";
 import { generateLiveRunCredential } from "../functions/_shared/auth/live-run-credential-format.ts";
 import { liveRunCredentialHash } from "../functions/_shared/auth/live-run-credential-hash.ts";
-import { isSecretType, type SecretType } from "../functions/_shared/vault/secret-types.ts";
+import { isSecretType, type SecretType } from "../protocol/secret-types.ts";
 
 /** A service's name as the trail shows it: lower-case letters, digits, `.`, `_`, `-`. */
 export const CREDENTIAL_NAME = /^[a-z0-9][a-z0-9._-]{0,62}$/;

@@ -16,7 +16,7 @@ import { lockDataDir, secureDataDir } from "./data-dir.ts";
 import { localEnv, parseOrExit, stepOrExit } from "./local-settings.ts";
 import { migrate } from "./migrations.ts";
 import { ensureDevelopmentCredential } from "./live-run-credentials.ts";
-import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
+import { SECRET_TYPES } from "../protocol/secret-types.ts";
 
 const HOST = "127.0.0.1";
 

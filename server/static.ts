@@ -1,5 +1,5 @@
 /**
- * The settings page (client/) and the browser client (sdk/), served by the local server with no
+ * The settings page (client/) and the browser client (sdk/src/), served by the local server with no
  * build step.
  *
  * The client is TypeScript restricted to erasable syntax (no enums, namespaces or parameter
@@ -15,7 +15,7 @@
 import * as nodeModule from "node:module";
 import { ServiceError } from "../functions/_shared/http/errors.ts";
 import type { Handler } from "../functions/_shared/http/router.ts";
-import * as registered from "../functions/_shared/vault/secret-types.ts";
+import * as registered from "../protocol/secret-types.ts";
 
 const ROOT = new URL("../", import.meta.url);
 
@@ -46,15 +46,15 @@ export const STATIC_ASSETS: Readonly<Record<string, Asset>> = {
     contentType: "text/css; charset=utf-8",
   },
   "/settings/registry.json": { kind: "json", body: registry },
-  // The browser client (sdk/), at the URLs pages import it from.
-  "/client/vault-client.js": { kind: "typescript", file: "sdk/browser.ts" },
-  "/client/creator-controls.js": { kind: "typescript", file: "sdk/creator-controls.ts" },
-  "/client/eip1193.js": { kind: "typescript", file: "sdk/eip1193.ts" },
-  "/client/errors.js": { kind: "typescript", file: "sdk/errors.ts" },
-  "/client/service-call.js": { kind: "typescript", file: "sdk/service-call.ts" },
-  "/client/session-refresh.js": { kind: "typescript", file: "sdk/session-refresh.ts" },
-  "/client/session-storage.js": { kind: "typescript", file: "sdk/session-storage.ts" },
-  "/client/sign-in-message.js": { kind: "typescript", file: "sdk/sign-in-message.ts" },
+  // The browser client (sdk/src/), at the URLs pages import it from.
+  "/client/vault-client.js": { kind: "typescript", file: "sdk/src/browser.ts" },
+  "/client/creator-controls.js": { kind: "typescript", file: "sdk/src/creator-controls.ts" },
+  "/client/eip1193.js": { kind: "typescript", file: "sdk/src/eip1193.ts" },
+  "/client/errors.js": { kind: "typescript", file: "sdk/src/errors.ts" },
+  "/client/service-call.js": { kind: "typescript", file: "sdk/src/service-call.ts" },
+  "/client/session-refresh.js": { kind: "typescript", file: "sdk/src/session-refresh.ts" },
+  "/client/session-storage.js": { kind: "typescript", file: "sdk/src/session-storage.ts" },
+  "/client/sign-in-message.js": { kind: "typescript", file: "sdk/src/sign-in-message.ts" },
 };
 
 const PUBLIC_PATH_OF_FILE = new Map(
@@ -64,8 +64,8 @@ const PUBLIC_PATH_OF_FILE = new Map(
 );
 
 /**
- * The secret-type registry as the page needs it, generated from functions/_shared/vault/secret-types.ts
- * so the purposes shown are the service's own.
+ * The secret-type registry as the page needs it, generated from protocol/secret-types.ts so the
+ * purposes shown are the service's own.
  */
 function registry() {
   const { PROVIDER_IDS, PROVIDERS, SECRET_TYPE_INFO, SECRET_TYPES, STEP_KINDS } = registered;

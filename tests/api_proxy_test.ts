@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { createApiHandler, createDeployedApiHandler } from "../functions/api/handler.ts";
 import { serve } from "../functions/_shared/http/serve.ts";
 import { silentLogger } from "./support/log.ts";
-import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
+import { SECRET_TYPES } from "../protocol/secret-types.ts";
 import type { TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 

@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import type { Database, Row, Statement } from "../functions/_shared/db/db.ts";
-import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
+import { SECRET_TYPES } from "../protocol/secret-types.ts";
 import { peerPorts, poolerProblem } from "../bench/engines.ts";
 import { runInTurns, type Scenario, TURN_MS } from "../bench/measure.ts";
 import { floorHandler, UPSERT, WITHOUT_FLUSH } from "../bench/floor-server.ts";

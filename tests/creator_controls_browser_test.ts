@@ -1,7 +1,7 @@
 /**
  * The creator controls on the settings page, end to end in headless Chromium (Debian's
  * /usr/bin/chromium driven by playwright-core) with an injected EIP-1193 wallet that really signs:
- * a creator saves a key, a live run (the server client, sdk/server.ts, with the live-run
+ * a creator saves a key, a live run (the server client, sdk/src/server.ts, with the live-run
  * credential of a service named image-worker) reveals it, the page shows when it was last used and
  * the activity, naming the service that read which key, the creator locks
  * live-run access and the live run is refused, unlocks with a signature, signs another device
@@ -11,13 +11,13 @@
 import assert from "node:assert/strict";
 import type { Page } from "playwright-core";
 import { atEdge } from "../server/app.ts";
-import { createVaultServerClient } from "../sdk/server.ts";
+import { createVaultServerClient } from "../sdk/src/server.ts";
 import { bearer, newWallet, signIn, startTestApp } from "./support/app.ts";
 import { launchChromium, openPage, screenshot, skipWithoutChromium } from "./support/chromium.ts";
 import { injectWallet } from "./support/injected-wallet.ts";
 import { rejects } from "./support/vault-error.ts";
 import { addCredential } from "../server/live-run-credentials.ts";
-import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
+import { SECRET_TYPES } from "../protocol/secret-types.ts";
 
 interface StoredSession {
   readonly accessToken: string;

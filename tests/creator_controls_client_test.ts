@@ -1,9 +1,9 @@
 /**
- * The browser client's creator controls (sdk/creator-controls.ts, as `vault.controls`) against the
- * real service in-process, on both engines, with real signatures from viem accounts: the activity
- * a page at a time, "last used" on the list, the live-run lock and its unlock with a fresh
- * signature, the sessions and signing them out, export, and deleting the account. A live run is
- * the server client (sdk/server.ts) with the app's reveal token.
+ * The browser client's creator controls (sdk/src/creator-controls.ts, as `vault.controls`) against
+ * the real service in-process, on both engines, with real signatures from viem accounts: the
+ * activity a page at a time, "last used" on the list, the live-run lock and its unlock with a fresh
+ * signature, the sessions and signing them out, export, and deleting the account. A live run is the
+ * server client (sdk/src/server.ts) with the app's reveal token.
  */
 import assert from "node:assert/strict";
 import type { PrivateKeyAccount } from "viem/accounts";
@@ -13,8 +13,8 @@ import {
   memoryStorage,
   SignatureRejectedError,
   type VaultClient,
-} from "../sdk/browser.ts";
-import { createVaultServerClient } from "../sdk/server.ts";
+} from "../sdk/src/browser.ts";
+import { createVaultServerClient } from "../sdk/src/server.ts";
 import { bearer, newWallet, signIn, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 import { rejects } from "./support/vault-error.ts";

@@ -11,7 +11,7 @@ import type { PrivateKeyAccount } from "viem/accounts";
 import type { ContractSignatureVerifier } from "../functions/_shared/chain/contract-signature-verifier.ts";
 import { createServiceContext } from "../functions/_shared/context.ts";
 import type { Database } from "../functions/_shared/db/db.ts";
-import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
+import { SECRET_TYPES } from "../protocol/secret-types.ts";
 import { silentLogger } from "./support/log.ts";
 import { createLocalApp } from "../server/app.ts";
 import { API_ROUTES } from "../functions/api/handler.ts";

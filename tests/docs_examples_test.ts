@@ -193,7 +193,7 @@ Deno.test("every relative link in the README, docs/ and bench/README.md reaches 
   assert.deepEqual(broken, []);
 });
 
-/** The code → status table, wherever in functions/_shared/ it lives. */
+/** The code → status table, wherever in protocol/ or functions/ it lives. */
 async function errorStatusTable(): Promise<Record<string, number>> {
   const found: URL[] = [];
   const walk = async (dir: URL) => {
@@ -205,7 +205,8 @@ async function errorStatusTable(): Promise<Record<string, number>> {
       }
     }
   };
-  await walk(new URL("functions/_shared/", ROOT));
+  await walk(new URL("protocol/", ROOT));
+  await walk(new URL("functions/", ROOT));
   assert.equal(found.length, 1, "exactly one module defines ERROR_STATUS");
   return (await import(found[0].href)).ERROR_STATUS;
 }

@@ -1,10 +1,10 @@
 /**
- * How the browser client reads wallets' answers (sdk/eip1193.ts): a rejection however it is
+ * How the browser client reads wallets' answers (sdk/src/eip1193.ts): a rejection however it is
  * wrapped, and chain ids in the shapes providers really return, never a misread chain.
  */
 import assert from "node:assert/strict";
-import { type Eip1193Provider, requestChainId, walletFailure } from "../sdk/eip1193.ts";
-import { SignatureRejectedError, VaultError } from "../sdk/errors.ts";
+import { type Eip1193Provider, requestChainId, walletFailure } from "../sdk/src/eip1193.ts";
+import { SignatureRejectedError, VaultError } from "../sdk/src/errors.ts";
 
 Deno.test("a 4001 is a refusal however the wallet wraps it; any other failure is the wallet's error", () => {
   const rejected = { code: 4001, message: "User rejected the request." };

@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import postgres from "postgres";
 import { openDatabase } from "../server/database.ts";
-import { SECRET_TYPES, type SecretType } from "../functions/_shared/vault/secret-types.ts";
+import { SECRET_TYPES, type SecretType } from "../protocol/secret-types.ts";
 import { migrate } from "../server/migrations.ts";
 import { appOn, bearer, type SignedIn, signIn, type TestApp, testEnv } from "./support/app.ts";
 import {

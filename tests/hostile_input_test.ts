@@ -14,9 +14,9 @@
 import assert from "node:assert/strict";
 import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { generatePrivateKey } from "viem/accounts";
-import { ERROR_STATUS } from "../functions/_shared/http/errors.ts";
+import { ERROR_STATUS } from "../protocol/error-codes.ts";
 import { MAX_BODY_BYTES } from "../functions/_shared/http/bodies.ts";
-import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
+import { SECRET_TYPES } from "../protocol/secret-types.ts";
 import { isStaticPath, STATIC_ASSETS } from "../server/static.ts";
 import { atEdge } from "../server/app.ts";
 import { serveWithLimits } from "../server/connection-limits.ts";

@@ -1,12 +1,21 @@
 /**
  * The house's structural rules, checked on the tree: no import cycle between modules or between
- * the top-level folders, and no function in functions/, server/ or sdk/ over the length the lint
- * rule (lint/house-rules.ts) allows.
+ * the top-level folders, and no function in the product's code over the length the lint rule
+ * (lint/house-rules.ts) allows.
  */
 import assert from "node:assert/strict";
 
 const ROOT = new URL("../", import.meta.url);
-const FOLDERS = ["functions", "server", "scripts", "sdk", "client", "bench"];
+const FOLDERS = [
+  "protocol",
+  "functions",
+  "server",
+  "scripts",
+  "key-scanner",
+  "sdk",
+  "client",
+  "bench",
+];
 const SKIPPED = /\/(node_modules|dist)\//;
 
 async function sourceFiles(folder: URL): Promise<URL[]> {
@@ -121,6 +130,26 @@ Deno.test("no two top-level folders import each other, directly or through a thi
   assert.deepEqual(cycles(folders), []);
 });
 
+/** The project's folders `folder`'s modules import, itself left out. */
+function importedFolders(folder: string): string[] {
+  const reached = new Set<string>();
+  for (const [module, targets] of graph) {
+    if (!module.startsWith(`${folder}/`)) continue;
+    for (const target of targets) reached.add(target.split("/")[0]);
+  }
+  reached.delete(folder);
+  return [...reached].sort();
+}
+
+Deno.test("protocol/, which the functions and the client package both bundle, imports nothing of the project's", () => {
+  assert.ok([...graph.keys()].some((module) => module.startsWith("protocol/")));
+  assert.deepEqual(importedFolders("protocol"), []);
+});
+
+Deno.test("the client package's sources import only each other and protocol/", () => {
+  assert.deepEqual(importedFolders("sdk"), ["protocol"]);
+});
+
 type LintReport = { diagnostics: { code: string; filename: string }[] };
 
 /** `deno lint --json` with the project's configuration (its plugins included) on `path`. */
@@ -137,9 +166,11 @@ async function lint(path: string): Promise<LintReport> {
 const tooLong = ({ diagnostics }: LintReport) =>
   diagnostics.filter((found) => found.code === "house/max-function-lines");
 
-Deno.test("no function in functions/, server/ or sdk/ is over 150 lines", async () => {
+Deno.test("no function in functions/, protocol/, server/, sdk/ or key-scanner/ is over 150 lines", async () => {
   const long = [];
-  for (const folder of ["functions/", "server/", "sdk/"]) long.push(...tooLong(await lint(folder)));
+  for (const folder of ["functions/", "protocol/", "server/", "sdk/", "key-scanner/"]) {
+    long.push(...tooLong(await lint(folder)));
+  }
   assert.deepEqual(long.map((found) => found.filename), []);
 });
 

@@ -6,7 +6,7 @@
  * dumps are made at run time (tests/support/key-scan.ts); no xxd binary is needed.
  */
 import assert from "node:assert/strict";
-import { maskSecret } from "../scripts/lib/key-finding.ts";
+import { maskSecret } from "../key-scanner/finding.ts";
 import { OTHER_FAMILIES, scanText, TOKEN_FAMILIES } from "./support/key-scan.ts";
 
 const family = (name: string) =>

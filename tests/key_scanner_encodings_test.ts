@@ -6,8 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { Buffer } from "node:buffer";
-import { maskSecret } from "../scripts/lib/key-finding.ts";
-import { scanPaths } from "../scripts/lib/key-scanner.ts";
+import { maskSecret } from "../key-scanner/finding.ts";
+import { scanPaths } from "../key-scanner/scan.ts";
 import {
   fixture,
   gitRepo,

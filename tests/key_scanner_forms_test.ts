@@ -6,7 +6,7 @@
  * time (tests/support/key-scan.ts).
  */
 import assert from "node:assert/strict";
-import { maskSecret } from "../scripts/lib/key-finding.ts";
+import { maskSecret } from "../key-scanner/finding.ts";
 import { BASE62, BASE64URL, HEX, LETTERS, randomFrom, scanText } from "./support/key-scan.ts";
 
 const ROUNDS = 50;

@@ -9,8 +9,8 @@ import {
   generateLiveRunCredential,
   isLiveRunCredential,
 } from "../functions/_shared/auth/live-run-credential-format.ts";
-import { maskSecret } from "../scripts/lib/key-finding.ts";
-import { LIVE_RUN_CREDENTIAL_KIND } from "../scripts/lib/key-live-run.ts";
+import { maskSecret } from "../key-scanner/finding.ts";
+import { LIVE_RUN_CREDENTIAL_KIND } from "../key-scanner/live-run.ts";
 import { BASE62, randomFrom, scanText } from "./support/key-scan.ts";
 
 const COUNT = 1000;

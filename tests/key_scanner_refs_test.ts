@@ -5,7 +5,7 @@
  * repository's whole history, which CI scans and which must stay clean.
  */
 import assert from "node:assert/strict";
-import { scanProject } from "../scripts/lib/key-scanner.ts";
+import { scanProject } from "../key-scanner/scan.ts";
 import { gitRepo, ROOT, runScanIn, TOKEN_FAMILIES } from "./support/key-scan.ts";
 
 const make = (name: string) => TOKEN_FAMILIES.find((f) => f.name === name)!.make();

@@ -1,12 +1,12 @@
 /**
  * The key scanner beside a maintained one: secretlint with its recommended preset, from npm
  * (pinned below, installed at test time into a temporary directory), on the same fixture files.
- * Every line secretlint reports, ours reports too, except the gaps docs/operations.md lists (kept
+ * Every line secretlint reports, ours reports too, except the gaps docs/key-scanner.md lists (kept
  * equal to DOCUMENTED_GAPS). What ours finds and secretlint does not is printed, not asserted: a
  * broader scanner is not wrong for it. Skipped, saying so, when npm cannot install it.
  */
 import assert from "node:assert/strict";
-import { scanPaths } from "../scripts/lib/key-scanner.ts";
+import { scanPaths } from "../key-scanner/scan.ts";
 import {
   BASE62,
   fixture,
@@ -23,7 +23,7 @@ const PER_FILE = 10;
 
 /**
  * What secretlint reports that this scanner does not, by secretlint's rule id (without its
- * `@secretlint/secretlint-rule-` prefix). docs/operations.md lists each.
+ * `@secretlint/secretlint-rule-` prefix). docs/key-scanner.md lists each.
  */
 const DOCUMENTED_GAPS = new Set<string>([]);
 
@@ -202,7 +202,7 @@ Deno.test({
     // Each documented gap is still one: a gap closed is taken off the list and the docs.
     const stillMissed = new Set(missed.map((r) => r.rule));
     for (const gap of DOCUMENTED_GAPS) assert.ok(stillMissed.has(gap), `${gap} is no longer a gap`);
-    const docs = await Deno.readTextFile(`${ROOT}/docs/operations.md`);
+    const docs = await Deno.readTextFile(`${ROOT}/docs/key-scanner.md`);
     for (const gap of DOCUMENTED_GAPS) assert.ok(docs.includes(gap), `docs name the gap ${gap}`);
 
     const onlyOurs = new Map<string, number>();

@@ -4,10 +4,10 @@
  * temporary directory: this repository never holds one, and the project itself must scan clean.
  */
 import assert from "node:assert/strict";
-import { projectFiles } from "../scripts/lib/git-index.ts";
-import { type Finding, maskSecret } from "../scripts/lib/key-finding.ts";
-import { LineScanner } from "../scripts/lib/key-line-scanner.ts";
-import { scanPaths, scanProject } from "../scripts/lib/key-scanner.ts";
+import { projectFiles } from "../key-scanner/git-index.ts";
+import { type Finding, maskSecret } from "../key-scanner/finding.ts";
+import { LineScanner } from "../key-scanner/line-scanner.ts";
+import { scanPaths, scanProject } from "../key-scanner/scan.ts";
 import { fixture, gitRepo, ROOT, runScanIn, scanOutput, scanText } from "./support/key-scan.ts";
 
 // No vowels and no x: a random key can then never spell a placeholder word ("here", "your",
@@ -293,7 +293,7 @@ Deno.test("the project's own files scan clean", async () => {
   assert.equal(code, 0, `${stdout}\n${stderr}`);
   assert.match(stdout, /no provider credentials found/);
   const files = await projectFiles(ROOT);
-  assert.ok(files.includes("scripts/lib/key-scanner.ts") && files.includes("README.md"));
+  assert.ok(files.includes("key-scanner/scan.ts") && files.includes("README.md"));
 });
 
 // ---------------------------------------------------------------------------------------------

@@ -8,7 +8,15 @@ import assert from "node:assert/strict";
 
 const ROOT = new URL("../", import.meta.url);
 /** Code that runs: the functions, the local server, operator scripts, the browser client, bench. */
-const RUNTIME_DIRECTORIES = ["functions", "server", "scripts", "client", "sdk", "bench"];
+const RUNTIME_DIRECTORIES = [
+  "functions",
+  "protocol",
+  "server",
+  "scripts",
+  "client",
+  "sdk",
+  "bench",
+];
 const SOURCE = /\.(?:[cm]?[jt]sx?|sql|html)$/;
 
 interface LegacyRead {
@@ -110,7 +118,7 @@ Deno.test("no runtime code reads a legacy profiles.*_api_key column", async () =
   assert.deepEqual(
     reads.map((read) => `${read.file}:${read.line}: ${read.snippet}`),
     [],
-    "Provider keys come from the vault (sdk/server.ts), never from " +
+    "Provider keys come from the vault (sdk/src/server.ts), never from " +
       "profiles columns; see docs/live-run.md (legacy per-profile columns) for moving old values over.",
   );
 });

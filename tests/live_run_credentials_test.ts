@@ -1,6 +1,6 @@
 /**
  * Live-run credentials (issue 42), on both engines, with real wallet sign-ins and credentials made
- * by the operator's own library (scripts/lib/live-run-credentials.ts): a credential reveals only
+ * by the operator's own library (server/live-run-credentials.ts): a credential reveals only
  * the types in its scope, in one database call, and each reveal names it in the creator's trail;
  * a rotation keeps the predecessor working for its grace period, then refuses it; a revocation or
  * an expiry holds from the next reveal; a credential past its own limit is slowed and logged by

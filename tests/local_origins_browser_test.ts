@@ -15,7 +15,7 @@ import { isStaticPath, serveStatic } from "../server/static.ts";
 
 /**
  * A frontend's dev server: its page, which calls the API at `api`, and the browser client's
- * modules from sdk/ (the files the local server serves, types stripped).
+ * modules from sdk/src/ (the files the local server serves, types stripped).
  */
 function servePage(api: string): Deno.HttpServer<Deno.NetAddr> {
   const page = `<!doctype html>

@@ -19,7 +19,7 @@ import {
   supabaseProvidedEnv,
 } from "./support/edge.ts";
 import { findOlderDeno, OLDER_DENO_VERSION } from "./support/older-deno.ts";
-import { retryKeyHash } from "../sdk/session-storage.ts";
+import { retryKeyHash } from "../sdk/src/session-storage.ts";
 
 const ORIGIN = "https://app.example.com";
 const lookup = Deno.env.get("DATABASE_URL")

@@ -12,7 +12,7 @@
  */
 import assert from "node:assert/strict";
 import postgres from "postgres";
-import { SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
+import { SECRET_TYPES } from "../protocol/secret-types.ts";
 import { createFreshPostgres } from "./support/fresh-postgres.ts";
 
 const adminUrl = Deno.env.get("DATABASE_URL");

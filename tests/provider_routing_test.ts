@@ -9,13 +9,8 @@ import {
   providerReadiness,
   type RouteResult,
   ROUTES,
-} from "../functions/_shared/vault/provider-routing.ts";
-import {
-  PROVIDERS,
-  SECRET_TYPES,
-  type SecretType,
-  STEP_KINDS,
-} from "../functions/_shared/vault/secret-types.ts";
+} from "../protocol/provider-routing.ts";
+import { PROVIDERS, SECRET_TYPES, type SecretType, STEP_KINDS } from "../protocol/secret-types.ts";
 
 const A = ["provider_a_api_key", "provider_a_org_id"] as const;
 

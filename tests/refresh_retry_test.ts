@@ -11,8 +11,8 @@ import {
   RETRY_KEY_HASH,
   retryKeyCommitment,
 } from "../functions/_shared/auth/refresh-tokens.ts";
-import { createVaultClient, memoryStorage } from "../sdk/browser.ts";
-import { retryKeyHash } from "../sdk/session-storage.ts";
+import { createVaultClient, memoryStorage } from "../sdk/src/browser.ts";
+import { retryKeyHash } from "../sdk/src/session-storage.ts";
 import { bearer, signIn, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 

@@ -1,18 +1,18 @@
 /**
- * functions/_shared/vault/secret-types.ts is the single source of the seven secret types: the schema's
+ * protocol/secret-types.ts is the single source of the seven secret types: the schema's
  * CHECK constraint (as written in the migrations and as the database holds it), the zod enums, the
  * GET answer's `secretTypes` and `providers`, and the README all agree with it.
  */
 import assert from "node:assert/strict";
 import { ServiceError } from "../functions/_shared/http/errors.ts";
-import { providerReadiness } from "../functions/_shared/vault/provider-routing.ts";
+import { providerReadiness } from "../protocol/provider-routing.ts";
 import {
   PROVIDER_IDS,
   PROVIDERS,
   SECRET_TYPE_INFO,
   SECRET_TYPES,
   STEP_KINDS,
-} from "../functions/_shared/vault/secret-types.ts";
+} from "../protocol/secret-types.ts";
 import {
   parseDeleteRequest,
   parsePutRequest,

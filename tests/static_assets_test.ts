@@ -4,7 +4,7 @@
  * service's own, and strict headers on the page.
  */
 import assert from "node:assert/strict";
-import { SECRET_TYPE_INFO, SECRET_TYPES } from "../functions/_shared/vault/secret-types.ts";
+import { SECRET_TYPE_INFO, SECRET_TYPES } from "../protocol/secret-types.ts";
 import { STATIC_ASSETS } from "../server/static.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 

@@ -7,9 +7,9 @@
 import assert from "node:assert/strict";
 import { createClient, type SupabaseClient } from "@supabase/supabase-js";
 import { atEdge, LOCAL_ANON_KEY } from "../server/app.ts";
-import { createVaultClient, memoryStorage, type VaultClient } from "../sdk/browser.ts";
-import { VaultError } from "../sdk/errors.ts";
-import { vaultErrorFrom } from "../sdk/supabase.ts";
+import { createVaultClient, memoryStorage, type VaultClient } from "../sdk/src/browser.ts";
+import { VaultError } from "../sdk/src/errors.ts";
+import { vaultErrorFrom } from "../sdk/src/supabase.ts";
 import { bearer, newWallet, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 

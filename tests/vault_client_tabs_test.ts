@@ -1,6 +1,6 @@
 /**
- * The browser client (sdk/browser.ts) where the network or another tab misbehaves: a redirect is
- * never followed (the body would go to another origin), a call that gets no answer gives up and
+ * The browser client (sdk/src/browser.ts) where the network or another tab misbehaves: a redirect
+ * is never followed (the body would go to another origin), a call that gets no answer gives up and
  * frees the cross-tab refresh lock, an answer about an old session does not sign a newer one out,
  * and another tab's sign-in or sign-out reaches this tab's listeners. Real loopback servers where
  * the transport matters; the service itself is not needed.
@@ -11,7 +11,7 @@ import {
   memoryStorage,
   type VaultSession,
   type VaultStorage,
-} from "../sdk/browser.ts";
+} from "../sdk/src/browser.ts";
 import { rejects } from "./support/vault-error.ts";
 
 const KEY = "wallet-vault.session:test";

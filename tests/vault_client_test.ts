@@ -1,5 +1,5 @@
 /**
- * The browser client (sdk/browser.ts) against the real service in-process: wallet
+ * The browser client (sdk/src/browser.ts) against the real service in-process: wallet
  * sign-in with real signatures, the session's storage, refresh and revocation, typed errors, and
  * EIP-6963 discovery. The same module runs in the browser test, served by the local server.
  */
@@ -15,8 +15,8 @@ import {
   SignatureRejectedError,
   type VaultClientOptions,
   type VaultStorage,
-} from "../sdk/browser.ts";
-import { type NonceResponse, signInMessageMismatch } from "../sdk/sign-in-message.ts";
+} from "../sdk/src/browser.ts";
+import { type NonceResponse, signInMessageMismatch } from "../sdk/src/sign-in-message.ts";
 import { serviceSigner } from "./support/session-signers.ts";
 import { bearer, newWallet, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";

@@ -6,13 +6,13 @@
 import assert from "node:assert/strict";
 import { inspect } from "node:util";
 import { freePort } from "./support/ports.ts";
-import type { SecretType } from "../functions/_shared/vault/secret-types.ts";
+import type { SecretType } from "../protocol/secret-types.ts";
 import {
   createVaultServerClient,
   VaultError,
   type VaultServerClient,
   type VaultServerClientOptions,
-} from "../sdk/server.ts";
+} from "../sdk/src/server.ts";
 import { bearer, signIn, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 

@@ -9,7 +9,7 @@ import { createServiceContext } from "../functions/_shared/context.ts";
 import { asCreator, type CreatorClaims } from "./support/as-creator.ts";
 import type { EncryptionKeySpec } from "../functions/_shared/config/encryption-keys.ts";
 import { silentLogger } from "./support/log.ts";
-import { SECRET_TYPES, type SecretType } from "../functions/_shared/vault/secret-types.ts";
+import { SECRET_TYPES, type SecretType } from "../protocol/secret-types.ts";
 import { serviceSigner, strangerSigner } from "./support/session-signers.ts";
 import { createKeyring } from "../functions/_shared/vault/vault-crypto.ts";
 import { createLocalApp } from "../server/app.ts";

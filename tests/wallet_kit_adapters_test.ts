@@ -1,16 +1,16 @@
 /**
- * The wallet-kit sign-in adapters (sdk/rainbowkit.ts, sdk/appkit-siwx.ts) against the real service
- * in-process, called the way RainbowKit and AppKit call them, with a viem local account signing
- * what they are given. tests/wallet_kits_test.ts type-checks them against the published kits and
- * drives RainbowKit's own modal in Chromium.
+ * The wallet-kit sign-in adapters (sdk/src/rainbowkit.ts, sdk/src/appkit-siwx.ts) against the real
+ * service in-process, called the way RainbowKit and AppKit call them, with a viem local account
+ * signing what they are given. tests/wallet_kits_test.ts type-checks them against the published
+ * kits and drives RainbowKit's own modal in Chromium.
  */
 import assert from "node:assert/strict";
 import type { PrivateKeyAccount } from "viem/accounts";
 import { createSiweMessage } from "viem/siwe";
-import { createVaultSiwx } from "../sdk/appkit-siwx.ts";
-import { createVaultClient, memoryStorage, type VaultClient } from "../sdk/browser.ts";
-import { vaultAuthenticationAdapter, watchAuthenticationStatus } from "../sdk/rainbowkit.ts";
-import type { VaultError } from "../sdk/errors.ts";
+import { createVaultSiwx } from "../sdk/src/appkit-siwx.ts";
+import { createVaultClient, memoryStorage, type VaultClient } from "../sdk/src/browser.ts";
+import { vaultAuthenticationAdapter, watchAuthenticationStatus } from "../sdk/src/rainbowkit.ts";
+import type { VaultError } from "../sdk/src/errors.ts";
 import { bearer, newWallet, type TestApp } from "./support/app.ts";
 import { describeWithDatabase } from "./support/suite.ts";
 import { rejects } from "./support/vault-error.ts";

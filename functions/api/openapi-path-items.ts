@@ -19,8 +19,8 @@ import {
   errorComponentName,
 } from "../_shared/http/api-schemas.ts";
 import { MAX_BODY_BYTES } from "../_shared/http/bodies.ts";
-import { ERROR_STATUS, type ErrorCode } from "../_shared/http/errors.ts";
-import { REVEAL_TOKEN_HEADER } from "../_shared/http/reveal-header.ts";
+import { ERROR_STATUS, type ErrorCode } from "../../protocol/error-codes.ts";
+import { REVEAL_TOKEN_HEADER } from "../../protocol/reveal-header.ts";
 
 /** Example error bodies, for the codes worth one. */
 const ERROR_EXAMPLES: { readonly [C in ErrorCode]?: ErrorAnswer<C>["error"] } = {

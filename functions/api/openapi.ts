@@ -1,15 +1,16 @@
 /**
  * The OpenAPI 3.1 description of every route, generated: request bodies from the zod schemas the
  * routes validate with, answers from the schemas they type their answers by, errors from the code
- * → status table (errors.ts) and each code's details (api-schemas.ts). What is written here by hand
- * is which route answers which codes, prose and examples; the examples are typed by the schemas.
+ * → status table (protocol/error-codes.ts) and each code's details (api-schemas.ts). What is
+ * written here by hand is which route answers which codes, prose and examples; the examples are
+ * typed by the schemas.
  * Served at GET /api/openapi.json; docs/openapi.json is the same document (`deno task openapi`).
  */
 import { z } from "zod";
 import { ok, type Operation } from "../_shared/http/openapi-operation.ts";
 import { apiSchemas } from "../_shared/http/api-schemas.ts";
 import { MAX_BODY_BYTES, MAX_PROOF_BODY_BYTES } from "../_shared/http/bodies.ts";
-import { REVEAL_TOKEN_HEADER } from "../_shared/http/reveal-header.ts";
+import { REVEAL_TOKEN_HEADER } from "../../protocol/reveal-header.ts";
 import { CORS_ALLOWED_HEADERS } from "../_shared/http/serve.ts";
 import { CREATOR_USER_SECRETS_OPERATIONS } from "../user-secrets/openapi-creator-controls.ts";
 import { USER_SECRETS_OPERATIONS } from "../user-secrets/openapi-vault.ts";

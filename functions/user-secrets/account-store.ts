@@ -9,7 +9,7 @@ import type { Queryable } from "../_shared/db/db.ts";
 import { sessionEnded, type TokenIdentity } from "../_shared/auth/session-tokens.ts";
 import { fromHex, toHex } from "../_shared/bytes.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
-import { SECRET_TYPES, type SecretType } from "../_shared/vault/secret-types.ts";
+import { SECRET_TYPES, type SecretType } from "../../protocol/secret-types.ts";
 import type { ActivityEvent, ActivityKind, Actor } from "./creator-control-answers.ts";
 
 export const DEFAULT_ACTIVITY_PAGE = 50;

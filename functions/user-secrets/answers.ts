@@ -7,7 +7,7 @@
 import { z } from "zod";
 import { answerSchema } from "../_shared/http/answer-schema.ts";
 import { described } from "../_shared/http/api-schemas.ts";
-import { PROVIDER_IDS, STEP_KINDS } from "../_shared/vault/secret-types.ts";
+import { PROVIDER_IDS, STEP_KINDS } from "../../protocol/secret-types.ts";
 import { secretTypeSchema } from "../_shared/vault/secret-type-schema.ts";
 
 const updatedAt = () => described(z.iso.datetime(), "When the value was last saved (UTC).");

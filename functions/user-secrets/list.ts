@@ -8,8 +8,8 @@ import type { AppConfig } from "../_shared/config/app-config.ts";
 import type { Database } from "../_shared/db/db.ts";
 import type { OptionalSessionRoute } from "../_shared/auth/session-checks.ts";
 import { json } from "../_shared/http/responses.ts";
-import { providerReadiness } from "../_shared/vault/provider-routing.ts";
-import { SECRET_TYPES, type SecretType } from "../_shared/vault/secret-types.ts";
+import { providerReadiness } from "../../protocol/provider-routing.ts";
+import { SECRET_TYPES, type SecretType } from "../../protocol/secret-types.ts";
 import type { SecretsStatus } from "./answers.ts";
 import { listSecrets, type MaskedRow } from "./vault-store.ts";
 

@@ -5,7 +5,7 @@
  */
 import { body, ok, type Operation, SESSION } from "../_shared/http/openapi-operation.ts";
 import { describeRequest } from "../_shared/http/api-schemas.ts";
-import { REVEAL_TOKEN_HEADER } from "../_shared/http/reveal-header.ts";
+import { REVEAL_TOKEN_HEADER } from "../../protocol/reveal-header.ts";
 import { deleteResult, revealAnswer, saveResult, secretsStatus } from "./answers.ts";
 import { deleteBody, putBody, revealBody } from "./requests.ts";
 

@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { ServiceError } from "../_shared/http/errors.ts";
 import { type Issue, parseRequest } from "../_shared/http/request-issues.ts";
-import { SECRET_TYPES, type SecretType } from "../_shared/vault/secret-types.ts";
+import { SECRET_TYPES, type SecretType } from "../../protocol/secret-types.ts";
 import { secretTypeSchema } from "../_shared/vault/secret-type-schema.ts";
 
 export const MAX_VALUE_CHARACTERS = 4096;

@@ -21,7 +21,7 @@ import type { TokenIdentity } from "../_shared/auth/session-tokens.ts";
 import { toHex } from "../_shared/bytes.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import type { Logger } from "../_shared/http/log.ts";
-import { REVEAL_TOKEN_HEADER } from "../_shared/http/reveal-header.ts";
+import { REVEAL_TOKEN_HEADER } from "../../protocol/reveal-header.ts";
 import type { Handler } from "../_shared/http/router.ts";
 import { createOverBudgetClients } from "./over-budget-clients.ts";
 import { refuseReveal, type RevealRefusal } from "./vault-store.ts";

@@ -10,7 +10,7 @@ import { readOptionalJson } from "../_shared/http/bodies.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import type { Logger } from "../_shared/http/log.ts";
 import { json } from "../_shared/http/responses.ts";
-import type { SecretType } from "../_shared/vault/secret-types.ts";
+import type { SecretType } from "../../protocol/secret-types.ts";
 import { type KeyFailure, keyFailure, type Keyring } from "../_shared/vault/vault-crypto.ts";
 import type { RevealAnswer } from "./answers.ts";
 import { parseRevealRequest } from "./requests.ts";

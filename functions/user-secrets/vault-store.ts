@@ -10,7 +10,7 @@ import type { AppConfig } from "../_shared/config/app-config.ts";
 import { type Budget, type PrefixBudget, prefixBudget } from "../_shared/config/limits.ts";
 import { type Database, type Queryable, queryWithoutWaitingForFlush } from "../_shared/db/db.ts";
 import { rateLimited } from "../_shared/auth/rate-limit.ts";
-import { SECRET_TYPES, type SecretType } from "../_shared/vault/secret-types.ts";
+import { SECRET_TYPES, type SecretType } from "../../protocol/secret-types.ts";
 import { sessionEnded, type TokenIdentity } from "../_shared/auth/session-tokens.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import type { SealedSecret } from "../_shared/vault/vault-crypto.ts";

@@ -6,7 +6,7 @@
 import { body, noContent, ok, type Operation, SESSION } from "../_shared/http/openapi-operation.ts";
 import { describeRequest } from "../_shared/http/api-schemas.ts";
 import { MAX_PROOF_BODY_BYTES } from "../_shared/http/bodies.ts";
-import type { ErrorCode } from "../_shared/http/errors.ts";
+import type { ErrorCode } from "../../protocol/error-codes.ts";
 import { nonceAnswer, sessionAnswer } from "./answers.ts";
 import { logoutRequest } from "./logout.ts";
 import { nonceRequest } from "./nonce.ts";

@@ -59,9 +59,10 @@ function refusingRetiredField(body: unknown): unknown {
 }
 
 /**
- * The longest a browser client waits for one answer (sdk/service-call.ts caps its timeoutMs there),
- * and the grace a retry gets: its two tries. The first may be spent by the service just before the
- * client gives up on it, and the retry must then reach the service within the client's second wait.
+ * The longest a browser client waits for one answer (sdk/src/service-call.ts caps its timeoutMs
+ * there), and the grace a retry gets: its two tries. The first may be spent by the service just
+ * before the client gives up on it, and the retry must then reach the service within the client's
+ * second wait.
  */
 const LONGEST_CLIENT_TRY_SECONDS = 60;
 

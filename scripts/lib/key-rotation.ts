@@ -10,7 +10,7 @@
  * updated_at is left as it is; the audit trigger records such an update as 'rotate', not 'put'.
  */
 import type { Database, Queryable } from "../../functions/_shared/db/db.ts";
-import type { SecretType } from "../../functions/_shared/vault/secret-types.ts";
+import type { SecretType } from "../../protocol/secret-types.ts";
 import {
   type KeyFailure,
   keyFailure,

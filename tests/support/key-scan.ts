@@ -3,8 +3,8 @@
  * repository never holds a literal key-shaped value, and its own scan stays clean. Nothing here is
  * tuned to please the scanner: full alphabets, vowels and all, and no digit forced in.
  */
-import type { Finding } from "../../scripts/lib/key-finding.ts";
-import { LineScanner } from "../../scripts/lib/key-line-scanner.ts";
+import type { Finding } from "../../key-scanner/finding.ts";
+import { LineScanner } from "../../key-scanner/line-scanner.ts";
 
 export const LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 export const BASE62 = `0123456789${LETTERS}`;
@@ -277,10 +277,10 @@ export async function fixture(files: Record<string, string | Uint8Array>) {
 /** `deno task scan` as the task runs it (its permissions), but in another directory. */
 export async function runScanIn(cwd: string, args: string[] = []) {
   const task: string = JSON.parse(await Deno.readTextFile(DENO_JSON)).tasks.scan;
-  const [, , ...rest] = task.split(/\s+/); // "deno run <permissions…> scripts/scan-keys.ts"
+  const [, , ...rest] = task.split(/\s+/); // "deno run <permissions…> key-scanner/main.ts"
   const permissions = rest.filter((arg) => arg.startsWith("--"));
   return await scanOutput(
-    ["run", "--config", DENO_JSON, ...permissions, `${ROOT}/scripts/scan-keys.ts`, ...args],
+    ["run", "--config", DENO_JSON, ...permissions, `${ROOT}/key-scanner/main.ts`, ...args],
     cwd,
   );
 }

@@ -22,7 +22,7 @@ export function packSdk(): Promise<string> {
  * Runs `work` while no other process on this checkout builds the package: sdk/node_modules and
  * sdk/dist are shared by every test process (two test runs at once), and a build replaces them.
  */
-export async function withSdkBuildLock<T>(work: () => Promise<T>): Promise<T> {
+async function withSdkBuildLock<T>(work: () => Promise<T>): Promise<T> {
   await Deno.mkdir(`${ROOT}.cache`, { recursive: true });
   using lock = await Deno.open(`${ROOT}.cache/sdk-build.lock`, { create: true, write: true });
   await lock.lock(true);

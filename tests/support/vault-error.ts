@@ -1,6 +1,6 @@
 /** The VaultError `promise` rejects with; fails the test if it resolves or rejects otherwise. */
 import assert from "node:assert/strict";
-import { VaultError } from "../../sdk/errors.ts";
+import { VaultError } from "../../sdk/src/errors.ts";
 
 export async function rejects(promise: Promise<unknown>): Promise<VaultError> {
   try {

@@ -15,7 +15,7 @@ import {
 import { type ComparedSecret, comparedSecret, sharedSecrets, weakSecret } from "./weak-secrets.ts";
 import { localStackProblems } from "./local-stack.ts";
 import { RATE_LIMITS, type RateLimitName, type RateLimits } from "./limits.ts";
-import { isLoopbackHostname } from "../http/loopback.ts";
+import { isLoopbackHostname } from "../../../protocol/loopback.ts";
 import {
   DEV_KID_PREFIX,
   LEGACY_ISSUER,

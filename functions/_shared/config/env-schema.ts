@@ -4,7 +4,7 @@
  * config.ts's business. Hand-written rather than a schema library's, so that a function's cold
  * start does not build and compile schemas for it.
  */
-import { HEADER_SAFE_TOKEN } from "../http/reveal-header.ts";
+import { HEADER_SAFE_TOKEN } from "../../../protocol/reveal-header.ts";
 import { RATE_LIMIT_RANGE, RATE_LIMITS, type RateLimitVariable } from "./limits.ts";
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -127,7 +127,7 @@ export const ENV_VARS = {
   ALLOWED_ORIGINS: TEXT,
   ALLOWED_CHAIN_IDS: TEXT,
   NONCE_TTL_SECONDS: integer(1, 86_400, 600),
-  // Clients refresh a minute before expiry (sdk/browser.ts): a shorter life would mean a refresh
+  // Clients refresh a minute before expiry (sdk/src/browser.ts): a shorter life would mean a refresh
   // before every call, soon over the refresh limit.
   ACCESS_TOKEN_TTL_SECONDS: {
     ...integer(120, 86_400, 3600),

@@ -6,15 +6,15 @@
  * deployed project's secrets stops it instead of opening it.
  */
 
-import { isLoopbackHostname } from "../http/loopback.ts";
+import { isLoopbackHostname } from "../../../protocol/loopback.ts";
 
 /** The settings that say where the project and its data are; each is checked when given. */
 const LOCATED_BY = ["SUPABASE_URL", "DATABASE_URL", "SUPABASE_DB_URL"] as const;
 
 /**
- * Hosts a local stack has: loopback (http/loopback.ts), a name without a dot (a container beside
- * this one: `supabase functions serve` gives `http://kong:8000` and a database at `db`), Docker's
- * name for the host machine, and no host at all (a Unix socket).
+ * Hosts a local stack has: loopback (protocol/loopback.ts), a name without a dot (a container
+ * beside this one: `supabase functions serve` gives `http://kong:8000` and a database at `db`),
+ * Docker's name for the host machine, and no host at all (a Unix socket).
  */
 function isLocalHost(hostname: string): boolean {
   // A postgres:// URL's host is not lower-cased by the URL parser, and a trailing dot is allowed.

@@ -1,13 +1,13 @@
 /**
  * What the HTTP API's description is built from, beside the functions' own request and answer
  * schemas: the registry that names schemas (an `id` becomes an OpenAPI component) and describes
- * them, and the error body of every code in the code → status table (errors.ts), with the details
- * that code carries. errorResponse writes `{ error: { code, message, ...details } }`; these say
- * which details each code has.
+ * them, and the error body of every code in the code → status table (protocol/error-codes.ts),
+ * with the details that code carries. errorResponse writes
+ * `{ error: { code, message, ...details } }`; these say which details each code has.
  */
 import { z } from "zod";
 import { secretTypeSchema } from "../vault/secret-type-schema.ts";
-import { ERROR_STATUS, type ErrorCode } from "./errors.ts";
+import { ERROR_STATUS, type ErrorCode } from "../../../protocol/error-codes.ts";
 
 /** What a schema may be given for the description: a component name, prose, examples. */
 export interface ApiMeta {

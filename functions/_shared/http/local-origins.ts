@@ -7,14 +7,14 @@
  * can be signed in through it.
  */
 import type { AppEnv } from "../config/app-config.ts";
-import { isLoopbackHostname } from "./loopback.ts";
+import { isLoopbackHostname } from "../../../protocol/loopback.ts";
 
 /** Whether `appEnv` lets any loopback origin in (development and test; never production). */
 export function acceptsLoopbackOrigins(appEnv: AppEnv): boolean {
   return appEnv !== "production";
 }
 
-/** An http(s) origin, exactly as a browser sends it, whose host is loopback (loopback.ts). */
+/** An http(s) origin, as a browser sends it, whose host is loopback (protocol/loopback.ts). */
 export function isLoopbackOrigin(origin: string | null): origin is string {
   if (origin === null) return false;
   const url = URL.parse(origin);

@@ -6,7 +6,7 @@
  */
 import type { z } from "zod";
 import { MAX_BODY_BYTES } from "./bodies.ts";
-import type { ErrorCode } from "./errors.ts";
+import type { ErrorCode } from "../../../protocol/error-codes.ts";
 
 export type Method = "get" | "post" | "put" | "delete";
 

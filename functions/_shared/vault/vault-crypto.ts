@@ -9,7 +9,7 @@
 import { createCipheriv, createDecipheriv } from "node:crypto";
 import type { EncryptionKeySpec } from "../config/encryption-keys.ts";
 import { ServiceError } from "../http/errors.ts";
-import type { SecretType } from "./secret-types.ts";
+import type { SecretType } from "../../../protocol/secret-types.ts";
 
 /** 96 bits: the IV size GCM is specified for; a fresh random one for every write. */
 const IV_BYTES = 12;

@@ -3,11 +3,11 @@
  * (`os.getenv("MISTRAL_API_KEY", "…")`, `os.environ.get(…)`, `setdefault`), a value set
  * (`os.putenv`, Go's `os.Setenv`, `Deno.env.set`, Rust's `std::env::set_var`, a header added),
  * `process.env.X || "…"` and `?? "…"` (Python's `or`). The shell's `${X:-…}` is an assignment's
- * value already (key-assignments.ts).
+ * value already (assignments.ts).
  */
-import { valueAt } from "./key-assignments.ts";
-import type { Report } from "./key-finding.ts";
-import { isCredentialName } from "./key-names.ts";
+import { valueAt } from "./assignments.ts";
+import type { Report } from "./finding.ts";
+import { isCredentialName } from "./names.ts";
 
 /**
  * A call whose first argument is a quoted name and whose second starts where the match ends

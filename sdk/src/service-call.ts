@@ -166,8 +166,8 @@ export function createServiceCall(options: ServiceCallOptions): ServiceCall {
 
 /**
  * What a project's public key is made of (Supabase's anon JWTs and sb_publishable_ keys): the
- * characters of reveal-header.ts's HEADER_SAFE_TOKEN, restated because a page is served the sdk
- * files alone (server/static.ts), and empty allowed (no key is then sent).
+ * characters of protocol/reveal-header.ts's HEADER_SAFE_TOKEN, restated because a page is served
+ * the sdk files alone (server/static.ts), and empty allowed (no key is then sent).
  */
 const HEADER_SAFE_VALUE = /^[\x21-\x7e]*$/;
 

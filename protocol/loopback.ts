@@ -1,7 +1,8 @@
 /**
- * The one definition of a loopback host, shared by CORS and sign-in outside production
- * (local-origins.ts), the local-stack check (config/local-stack.ts) and the live-run server
- * client's plain-http rule (sdk/server.ts). No imports: the client package bundles it.
+ * The one definition of a loopback host, shared by the functions' CORS and sign-in outside
+ * production (functions/_shared/http/local-origins.ts) and local-stack check
+ * (functions/_shared/config/local-stack.ts), and by the client package's plain-http rule
+ * (sdk/src/server.ts, sdk/src/session-check.ts).
  */
 
 /**

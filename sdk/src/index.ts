@@ -1,8 +1,8 @@
 /**
  * `@wallet-vault/client`: what the browser client and the live-run server client share — the
  * error type and its codes, the shapes the service answers with, and the secret-type registry and
- * provider routing, which come from the same source files the service itself runs
- * (functions/_shared), so a client and the service cannot disagree on a name.
+ * provider routing, which come from the same source files the service itself runs (protocol/),
+ * so a client and the service cannot disagree on a name.
  *
  * The clients are the subpaths: `@wallet-vault/client/browser` and `@wallet-vault/client/server`.
  */
@@ -17,8 +17,8 @@ export {
   SECRET_TYPE_INFO,
   SECRET_TYPES,
   STEP_KINDS,
-} from "../functions/_shared/vault/secret-types.ts";
-export type { ProviderInfo, SecretTypeInfo } from "../functions/_shared/vault/secret-types.ts";
+} from "../../protocol/secret-types.ts";
+export type { ProviderInfo, SecretTypeInfo } from "../../protocol/secret-types.ts";
 export {
   DEFAULT_PROVIDER_ORDER,
   isProviderId,
@@ -26,13 +26,13 @@ export {
   planRoute,
   providerReadiness,
   ROUTES,
-} from "../functions/_shared/vault/provider-routing.ts";
+} from "../../protocol/provider-routing.ts";
 export type {
   RouteError,
   RouteErrorCode,
   RouteOption,
   RoutePlan,
   RouteResult,
-} from "../functions/_shared/vault/provider-routing.ts";
-export { ERROR_STATUS } from "../functions/_shared/http/errors.ts";
-export { REVEAL_TOKEN_HEADER } from "../functions/_shared/http/reveal-header.ts";
+} from "../../protocol/provider-routing.ts";
+export { ERROR_STATUS } from "../../protocol/error-codes.ts";
+export { REVEAL_TOKEN_HEADER } from "../../protocol/reveal-header.ts";

@@ -1,7 +1,7 @@
 /** A file's or blob's bytes, scanned as the text they hold. */
-import { MAX_RUN } from "./key-decode.ts";
-import type { Finding } from "./key-finding.ts";
-import { LineScanner, type LongRunAt } from "./key-line-scanner.ts";
+import { MAX_RUN } from "./decode.ts";
+import type { Finding } from "./finding.ts";
+import { LineScanner, type LongRunAt } from "./line-scanner.ts";
 import { SNIFF_BYTES, sniffEncoding } from "./text-encoding.ts";
 
 /**

@@ -2,7 +2,7 @@
  * Revealed values as the live-run client returns them: readable by type, and printed or serialised
  * as type names only, so logging a result by mistake does not leak the keys in it.
  */
-import type { ProviderId, SecretType, StepKind } from "../functions/_shared/vault/secret-types.ts";
+import type { ProviderId, SecretType, StepKind } from "../../protocol/secret-types.ts";
 import { VaultError } from "./errors.ts";
 import type { RevealedSecret } from "./types.ts";
 

@@ -3,15 +3,15 @@
  * blanked), as read (escapes and percent-encodings decoded), and inside the base64 and hex runs it
  * holds, found in the line's own coordinates.
  */
-import { findAssignments } from "./key-assignments.ts";
-import { findAuthorizationTokens, findBearerTokens, findUrlCredentials } from "./key-bearer-url.ts";
-import { findCallValues } from "./key-calls.ts";
-import { encodedRuns, type LongRun } from "./key-decode.ts";
-import { blankEncodings, decodeEncodings, hasEncodings } from "./key-escapes.ts";
-import type { Report } from "./key-finding.ts";
-import { findLiveRunCredentials } from "./key-live-run.ts";
-import { sectionHeader } from "./key-sections.ts";
-import { findShapes } from "./key-shapes.ts";
+import { findAssignments } from "./assignments.ts";
+import { findAuthorizationTokens, findBearerTokens, findUrlCredentials } from "./bearer-url.ts";
+import { findCallValues } from "./calls.ts";
+import { encodedRuns, type LongRun } from "./decode.ts";
+import { blankEncodings, decodeEncodings, hasEncodings } from "./escapes.ts";
+import type { Report } from "./finding.ts";
+import { findLiveRunCredentials } from "./live-run.ts";
+import { sectionHeader } from "./sections.ts";
+import { findShapes } from "./shapes.ts";
 
 /**
  * Where something was found, in the line's coordinates: `start` and `end` bound it, `anchor` is

@@ -6,8 +6,8 @@ import {
   isLiveRunCredential,
   LIVE_RUN_CREDENTIAL_PATTERN,
   LIVE_RUN_CREDENTIAL_PREFIX,
-} from "../../functions/_shared/auth/live-run-credential-format.ts";
-import type { Report } from "./key-finding.ts";
+} from "../functions/_shared/auth/live-run-credential-format.ts";
+import type { Report } from "./finding.ts";
 
 export const LIVE_RUN_CREDENTIAL_KIND = "wallet vault live-run credential (wvlr_…)";
 

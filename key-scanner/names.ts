@@ -3,7 +3,7 @@
  * SECRET_KEY, ACCESS_KEY, API_TOKEN, AUTH_TOKEN or SUBSCRIPTION_KEY, and provider-named ones
  * (`MISTRAL_KEY`, `hfToken`, `mistral.api.key`), in any case and style.
  */
-import { SECRET_TYPES } from "../../functions/_shared/vault/secret-types.ts";
+import { SECRET_TYPES } from "../protocol/secret-types.ts";
 
 /** Names whose value is a credential, compared lower-cased without `_`, `.` and `-`. */
 const CREDENTIAL_NAMES = new Set(SECRET_TYPES.map(normalizeName));

@@ -2,8 +2,8 @@
  * Credentials by where they are used rather than by their shape: an `Authorization: Bearer` or
  * `Authorization: Token` token, and the password (or GitHub's token) in a URL.
  */
-import type { Report } from "./key-finding.ts";
-import { isPlaceholder, looksLikeSecret, looksRandom } from "./key-values.ts";
+import type { Report } from "./finding.ts";
+import { isPlaceholder, looksLikeSecret, looksRandom } from "./values.ts";
 
 /** `Authorization: Bearer <token>` in a header, a curl line or code; group 1 is the token. */
 const BEARER = /(?<![A-Za-z0-9_])[Bb](?:earer|EARER)[ \t]+([A-Za-z0-9._~+/-]{32,}=*)/g;

@@ -2,14 +2,14 @@
  * Scanning text line by line, pushed in pieces of any size: one finding per stretch of a line,
  * the strongest evidence kept.
  */
-import { ALLOW_MARKER } from "./key-allow.ts";
-import { bareValueIsLiteral } from "./key-assignments.ts";
-import { type Finding, maskSecret, rememberValue } from "./key-finding.ts";
-import type { LongRun } from "./key-decode.ts";
-import { DumpReader, parseDumpLine } from "./key-dumps.ts";
-import { findInLine } from "./key-line-search.ts";
-import { type Candidate, oneFindingPerStretch } from "./key-stretches.ts";
-import { firstNonBlank, sectionHeader } from "./key-sections.ts";
+import { ALLOW_MARKER } from "./allow.ts";
+import { bareValueIsLiteral } from "./assignments.ts";
+import { type Finding, maskSecret, rememberValue } from "./finding.ts";
+import type { LongRun } from "./decode.ts";
+import { DumpReader, parseDumpLine } from "./dumps.ts";
+import { findInLine } from "./line-search.ts";
+import { type Candidate, oneFindingPerStretch } from "./stretches.ts";
+import { firstNonBlank, sectionHeader } from "./sections.ts";
 
 /**
  * Scans text pushed in pieces of any size, line by line. A line longer than `segmentChars` (a

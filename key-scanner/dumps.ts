@@ -4,9 +4,9 @@
  * them). Consecutive dump lines are read as one stream of bytes, so a key written across them is
  * found, at the line and column of its first byte.
  */
-import { findInLine } from "./key-line-search.ts";
-import { firstNonBlank } from "./key-sections.ts";
-import { type Candidate, oneFindingPerStretch } from "./key-stretches.ts";
+import { findInLine } from "./line-search.ts";
+import { firstNonBlank } from "./sections.ts";
+import { type Candidate, oneFindingPerStretch } from "./stretches.ts";
 
 /** The bytes one line of a dump holds. */
 export interface DumpLine {

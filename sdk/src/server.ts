@@ -12,15 +12,15 @@
  * Self-contained apart from the registry and routing, so live-run code can import it anywhere
  * (an edge function, a worker, a script) with nothing but fetch.
  */
-import { isLoopbackHostname } from "../functions/_shared/http/loopback.ts";
-import { HEADER_SAFE_TOKEN, REVEAL_TOKEN_HEADER } from "../functions/_shared/http/reveal-header.ts";
-import { planRoute, type RouteError } from "../functions/_shared/vault/provider-routing.ts";
+import { isLoopbackHostname } from "../../protocol/loopback.ts";
+import { HEADER_SAFE_TOKEN, REVEAL_TOKEN_HEADER } from "../../protocol/reveal-header.ts";
+import { planRoute, type RouteError } from "../../protocol/provider-routing.ts";
 import {
   isSecretType,
   type ProviderId,
   type SecretType,
   type StepKind,
-} from "../functions/_shared/vault/secret-types.ts";
+} from "../../protocol/secret-types.ts";
 import { VaultError } from "./errors.ts";
 import { checkedTimeout, DEFAULT_TIMEOUT_MS, requestJson } from "./service-call.ts";
 import { type RevealedEntry, RevealedSecrets, StepCredentials } from "./revealed-secrets.ts";
@@ -216,8 +216,9 @@ function secretsUrlOf(baseUrl: string): string {
 }
 
 /**
- * A loopback host (loopback.ts) but `*.localhost`: browsers resolve those themselves, while a
- * server's resolver may ask DNS, whose spoofed answer would take the token in clear elsewhere.
+ * A loopback host (protocol/loopback.ts) but `*.localhost`: browsers resolve those themselves,
+ * while a server's resolver may ask DNS, whose spoofed answer would take the token in clear
+ * elsewhere.
  */
 function isLoopback(hostname: string): boolean {
   return isLoopbackHostname(hostname) && !hostname.endsWith(".localhost");

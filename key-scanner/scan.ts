@@ -6,16 +6,16 @@
  * the report must not become a second leak.
  *
  * Besides the files, it reads git's staged blobs and, on request, every blob in the history of
- * HEAD or of every ref; an allow-list (key-allow.ts) drops findings by blob id or fingerprint.
+ * HEAD or of every ref; an allow-list (allow.ts) drops findings by blob id or fingerprint.
  */
 import type { BlobRef } from "./git.ts";
 import { readBlobs } from "./git-blobs.ts";
 import { historyBlobs, isShallow } from "./git-history.ts";
 import { indexEntries, projectFiles, stagedChanges } from "./git-index.ts";
-import { EMPTY_ALLOW_LIST } from "./key-allow.ts";
-import { longRunReason, scanBytes } from "./key-bytes.ts";
-import { amend } from "./key-finding.ts";
-import { PathScan, type ScanOptions, type ScanReport } from "./key-path-scan.ts";
+import { EMPTY_ALLOW_LIST } from "./allow.ts";
+import { longRunReason, scanBytes } from "./byte-scan.ts";
+import { amend } from "./finding.ts";
+import { PathScan, type ScanOptions, type ScanReport } from "./path-scan.ts";
 
 /**
  * Scans files and, recursively, directories (without .git and node_modules), in pieces whatever

@@ -8,12 +8,13 @@
  * the summary say so, and the exit status does not change. Prints file:line:column with each value
  * masked and its fingerprint, what was skipped as binary, and the advice to rotate. Findings the
  * project's `.scan-keys-allow` covers (by blob id or fingerprint) are dropped and counted. Exit
- * status: 0 clean, 1 credentials found, 2 usage, allow-list or I/O error.
+ * status: 0 clean, 1 credentials found, 2 usage, allow-list or I/O error. Its users' page is
+ * docs/key-scanner.md.
  */
-import { ALLOW_FILE, ALLOW_MARKER, loadAllowList } from "./lib/key-allow.ts";
-import { amend, type Finding } from "./lib/key-finding.ts";
-import type { ScanReport } from "./lib/key-path-scan.ts";
-import { scanPaths, scanProject } from "./lib/key-scanner.ts";
+import { ALLOW_FILE, ALLOW_MARKER, loadAllowList } from "./allow.ts";
+import { amend, type Finding } from "./finding.ts";
+import type { ScanReport } from "./path-scan.ts";
+import { scanPaths, scanProject } from "./scan.ts";
 
 const USAGE = `Usage: deno task scan [--history | --all-refs] [paths…]
 

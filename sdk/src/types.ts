@@ -1,13 +1,13 @@
 /**
  * The shapes both clients read from the service. Types only: the registry's own types come from
- * functions/_shared, so the clients and the service cannot disagree on a secret type's name.
+ * protocol/, so the clients and the service cannot disagree on a secret type's name.
  */
-import type { ProviderReadiness } from "../functions/_shared/vault/provider-routing.ts";
-import type { SecretType } from "../functions/_shared/vault/secret-types.ts";
+import type { ProviderReadiness } from "../../protocol/provider-routing.ts";
+import type { SecretType } from "../../protocol/secret-types.ts";
 import type { NonceResponse } from "./sign-in-message.ts";
 
-export type { ErrorCode } from "../functions/_shared/http/errors.ts";
-export type { ProviderId, SecretType, StepKind } from "../functions/_shared/vault/secret-types.ts";
+export type { ErrorCode } from "../../protocol/error-codes.ts";
+export type { ProviderId, SecretType, StepKind } from "../../protocol/secret-types.ts";
 export type { ProviderReadiness };
 
 export interface MaskedSecret {

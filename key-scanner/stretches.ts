@@ -5,7 +5,7 @@ export interface Candidate {
   readonly end: number;
   readonly value: string;
   readonly kind: string;
-  /** Lower is stronger evidence (see Sink in key-line-search.ts). */
+  /** Lower is stronger evidence (see Sink in line-search.ts). */
   readonly rank: number;
 }
 

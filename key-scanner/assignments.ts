@@ -2,9 +2,9 @@
  * Values given to a credential's name: `NAME=value`, `name: value`, `"name": "value"`,
  * `client.api_key = …`, `--api-key …`, Dockerfile's `ENV NAME value`, in any file format.
  */
-import type { Report } from "./key-finding.ts";
-import { isCredentialName } from "./key-names.ts";
-import { looksLikeSecret } from "./key-values.ts";
+import type { Report } from "./finding.ts";
+import { isCredentialName } from "./names.ts";
+import { looksLikeSecret } from "./values.ts";
 
 /**
  * The value a name is given, read where the name's match ends: a quoted string (groups 1 to 3) or a

@@ -6,8 +6,7 @@
  * `minRefetchSeconds`, so a stream of forged kids cannot turn into a stream of fetches. Whether
  * the session was signed out is still the vault's answer on reveal.
  */
-import { fromBase64 } from "../functions/_shared/bytes.ts";
-import { isLoopbackHostname } from "../functions/_shared/http/loopback.ts";
+import { isLoopbackHostname } from "../../protocol/loopback.ts";
 import { VaultError } from "./errors.ts";
 
 export interface SessionCheckOptions {
@@ -65,13 +64,17 @@ const KEY_CARRYING_HEADERS = ["jwk", "jku", "x5u", "x5c", "x5t", "x5t#S256", "cr
 const invalid = () =>
   new VaultError("invalid_token", "The session token is not valid.", { status: 401 });
 
+// atob, not Uint8Array.fromBase64: the package runs on Node.js 20 and browsers that lack the latter,
+// and a token's parts are a few hundred bytes.
 function base64UrlBytes(text: string): Uint8Array<ArrayBuffer> {
   if (!/^[A-Za-z0-9_-]*$/.test(text)) throw invalid();
+  let binary: string;
   try {
-    return fromBase64(text.replaceAll("-", "+").replaceAll("_", "/"));
+    binary = atob(text.replaceAll("-", "+").replaceAll("_", "/"));
   } catch {
     throw invalid();
   }
+  return Uint8Array.from(binary, (c) => c.charCodeAt(0));
 }
 
 function jsonPart(text: string): Record<string, unknown> {

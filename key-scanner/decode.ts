@@ -27,7 +27,7 @@ export interface LongRun {
 
 /**
  * Shortest runs decoded: base64 of 21 bytes (the shortest key a rule reads is about that long),
- * hex of 20 bytes. Longest: a run longer than a line segment's overlap (key-line-scanner.ts)
+ * hex of 20 bytes. Longest: a run longer than a line segment's overlap (line-scanner.ts)
  * could be cut between segments; such a run is an embedded binary or a bundle, not a key or a
  * settings file.
  */

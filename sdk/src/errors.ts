@@ -5,8 +5,8 @@
  * Served to browsers as is (erasable TypeScript only: no enums, namespaces or parameter
  * properties), and it imports types only, so it pulls no server code into the page.
  */
-import type { ErrorCode } from "../functions/_shared/http/errors.ts";
-import type { RouteErrorCode } from "../functions/_shared/vault/provider-routing.ts";
+import type { ErrorCode } from "../../protocol/error-codes.ts";
+import type { RouteErrorCode } from "../../protocol/provider-routing.ts";
 
 /** Failures that happen in a client, before or instead of a service answer. */
 export type ClientErrorCode =

@@ -3,9 +3,9 @@
  * walked, each real file read once, and the report made with fingerprints and the allow-list.
  */
 import { createHash } from "node:crypto";
-import type { AllowList } from "./key-allow.ts";
-import { longRunReason, scanBytes } from "./key-bytes.ts";
-import { amend, type Finding, fingerprintOf } from "./key-finding.ts";
+import type { AllowList } from "./allow.ts";
+import { longRunReason, scanBytes } from "./byte-scan.ts";
+import { amend, type Finding, fingerprintOf } from "./finding.ts";
 
 /** A file or blob not read, and why; `source` as a finding's ("staged", "commit <sha>"). */
 export interface Skipped {

@@ -2,8 +2,8 @@
  * Provider keys by their documented shapes: a prefix of the provider's (`sk-ant-`, `AKIA`, `hf_`,
  * …) and a body in its alphabet, found wherever they are written.
  */
-import type { Report } from "./key-finding.ts";
-import { isPlaceholder, looksRandom } from "./key-values.ts";
+import type { Report } from "./finding.ts";
+import { isPlaceholder, looksRandom } from "./values.ts";
 
 interface ShapeRule {
   readonly kind: string;
