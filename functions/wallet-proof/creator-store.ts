@@ -11,7 +11,7 @@ import type { Budget } from "../_shared/config/limits.ts";
 import { sessionEnded, type TokenIdentity } from "../_shared/auth/session-tokens.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import { nonceRefusal } from "./contract-proof.ts";
-import type { ConfirmedAct, ConfirmPurpose } from "./fresh-signature.ts";
+import type { ConfirmPurpose, SignedAction } from "./fresh-signature.ts";
 
 export type SessionRow = {
   id: string;
@@ -92,7 +92,10 @@ export async function issueConfirmationNonce(
  * Every act's function takes the session, the creator, the signer's nonce, address and chains
  * ($1 to $6), then the act's own, then the creator's budget: its bucket's prefix, limit and window.
  */
-function actParams({ session, signer, creator }: ConfirmedAct, ...own: unknown[]): unknown[] {
+function signedActionParams(
+  { session, signer, creator }: SignedAction,
+  ...own: unknown[]
+): unknown[] {
   return [
     session.sessionId,
     session.userId,
@@ -112,13 +115,13 @@ type ActOutcome = { outcome: string; retry_after: number | null };
 /** Signs out the named sessions, all of this creator's or none; how many were still live. */
 export async function signOutSessions(
   db: Queryable,
-  act: ConfirmedAct,
+  action: SignedAction,
   sessionIds: readonly string[],
 ): Promise<number> {
   const [row] = await db.query<ActOutcome & { signed_out: number | null }>(
     `select outcome, signed_out, retry_after
        from public.sign_out_sessions($1, $2, $3, $4, $5, $6, $7::uuid[], $8, $9, $10)`,
-    actParams(act, sessionIds),
+    signedActionParams(action, sessionIds),
   );
   if (row.outcome === "signed_out") return row.signed_out ?? 0;
   if (row.outcome === "session_not_found") {
@@ -131,10 +134,10 @@ export async function signOutSessions(
 }
 
 /** Lets live runs reveal the creator's keys again. */
-export async function unlockReveals(db: Queryable, act: ConfirmedAct): Promise<void> {
+export async function unlockReveals(db: Queryable, action: SignedAction): Promise<void> {
   const [row] = await db.query<ActOutcome>(
     "select outcome, retry_after from public.unlock_reveals($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-    actParams(act),
+    signedActionParams(action),
   );
   if (row.outcome !== "unlocked") throw confirmationRefusal(row);
 }
@@ -144,10 +147,10 @@ export async function unlockReveals(db: Queryable, act: ConfirmedAct): Promise<v
  * nonce's spending; nonce-use records and the audit trail stay, unlinked (public.delete_account
  * says how).
  */
-export async function deleteAccount(db: Queryable, act: ConfirmedAct): Promise<void> {
+export async function deleteAccount(db: Queryable, action: SignedAction): Promise<void> {
   const [row] = await db.query<ActOutcome>(
     "select outcome, retry_after from public.delete_account($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-    actParams(act),
+    signedActionParams(action),
   );
   if (row.outcome !== "deleted") throw confirmationRefusal(row);
 }

@@ -8,18 +8,22 @@ import type { SessionRoute } from "../_shared/auth/session-checks.ts";
 import { json } from "../_shared/http/responses.ts";
 import type { AccountDeletedAnswer } from "./creator-control-answers.ts";
 import { deleteAccount } from "./creator-store.ts";
-import { type ActDeps, confirmedAct, freshSignatureRequest } from "./fresh-signature.ts";
+import {
+  freshSignatureRequest,
+  readSignedAction,
+  type SignedActionDeps,
+} from "./fresh-signature.ts";
 
-export function deleteAccountRoute(deps: ActDeps): SessionRoute {
+export function deleteAccountRoute(deps: SignedActionDeps): SessionRoute {
   return async function removeAccount(request, session) {
-    const { act } = await confirmedAct(
+    const { action } = await readSignedAction(
       deps,
       request,
       session,
       "delete_account",
       freshSignatureRequest,
     );
-    await deleteAccount(deps.db, act);
+    await deleteAccount(deps.db, action);
     return json({ deleted: true } satisfies AccountDeletedAnswer);
   };
 }

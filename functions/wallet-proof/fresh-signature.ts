@@ -77,7 +77,7 @@ export interface FreshSigner {
  * An act confirmed by `signer`, counted against the creator's budget of confirmations
  * (`perMinute`, per wallet as sign-in's proofs are).
  */
-export interface ConfirmedAct {
+export interface SignedAction {
   readonly session: TokenIdentity;
   readonly signer: FreshSigner;
   /** The creator's budget of acts, whose bucket the act's function completes with the creator. */
@@ -164,7 +164,7 @@ export function createFreshSignatureCheck(deps: FreshSignatureDeps): FreshSignat
 }
 
 /** What an act's route needs: the database and its budgets, and the fresh signature's check. */
-export interface ActDeps {
+export interface SignedActionDeps {
   readonly db: Database;
   readonly config: Pick<AppConfig, "rateLimits">;
   readonly checkFreshSignature: FreshSignatureCheck;
@@ -175,17 +175,17 @@ export interface ActDeps {
  * runs long) and its signature checked: the body, and the act for creator-store.ts to spend,
  * counted against the wallet's budget of proofs.
  */
-export async function confirmedAct<
+export async function readSignedAction<
   T extends { readonly message: string; readonly signature: string },
 >(
-  { config, checkFreshSignature }: ActDeps,
+  { config, checkFreshSignature }: SignedActionDeps,
   request: Request,
   session: TokenIdentity,
   purpose: ConfirmPurpose,
   schema: z.ZodType<T>,
-): Promise<{ readonly act: ConfirmedAct; readonly body: T }> {
+): Promise<{ readonly action: SignedAction; readonly body: T }> {
   const body = parseRequest(schema, await readJson(request, MAX_PROOF_BODY_BYTES));
   const signer = await checkFreshSignature(request, session, purpose, body);
   const creator = prefixBudget(config.rateLimits, "proofPerAddressPerMinute", "creator");
-  return { body, act: { session, signer, creator } };
+  return { body, action: { session, signer, creator } };
 }

@@ -38,7 +38,7 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
     signInOrigins,
     checkContractProof,
   });
-  const act = { db, config, checkFreshSignature };
+  const signedActions = { db, config, checkFreshSignature };
   // The one place a private key is loaded: wallet-proof alone signs (session-signer.ts).
   const signer = createSessionSigner({
     keys: config.sessionKeys,
@@ -82,9 +82,13 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
     {
       method: "POST",
       path: "/sessions/sign-out",
-      handle: requireValidToken(signOutSessionsRoute(act)),
+      handle: requireValidToken(signOutSessionsRoute(signedActions)),
     },
-    { method: "POST", path: "/unlock", handle: requireValidToken(unlockRoute(act)) },
-    { method: "DELETE", path: "/account", handle: requireValidToken(deleteAccountRoute(act)) },
+    { method: "POST", path: "/unlock", handle: requireValidToken(unlockRoute(signedActions)) },
+    {
+      method: "DELETE",
+      path: "/account",
+      handle: requireValidToken(deleteAccountRoute(signedActions)),
+    },
   ]);
 }

@@ -11,7 +11,11 @@ import { ServiceError } from "../_shared/http/errors.ts";
 import { json } from "../_shared/http/responses.ts";
 import type { SignOutAnswer } from "./creator-control-answers.ts";
 import { signOutSessions } from "./creator-store.ts";
-import { type ActDeps, confirmedAct, freshSignatureFields } from "./fresh-signature.ts";
+import {
+  freshSignatureFields,
+  readSignedAction,
+  type SignedActionDeps,
+} from "./fresh-signature.ts";
 
 /**
  * At most this many sessions in one request (the list shows every live one): each is a line of the
@@ -40,9 +44,9 @@ export const signOutSessionsRequest = z.strictObject({
   sessionIds: sessionIdsField,
 });
 
-export function signOutSessionsRoute(deps: ActDeps): SessionRoute {
+export function signOutSessionsRoute(deps: SignedActionDeps): SessionRoute {
   return async function signOut(request, session) {
-    const { act, body } = await confirmedAct(
+    const { action, body } = await readSignedAction(
       deps,
       request,
       session,
@@ -51,7 +55,7 @@ export function signOutSessionsRoute(deps: ActDeps): SessionRoute {
     );
     // The signature covers the sessions its message names: a message signed for some sessions
     // (one a thief's, say, shown to the owner) cannot end others.
-    const named = new Set(act.signer.resources);
+    const named = new Set(action.signer.resources);
     const asked = sessionResources(body.sessionIds);
     if (named.size !== asked.length || asked.some((resource) => !named.has(resource))) {
       throw new ServiceError(
@@ -61,6 +65,6 @@ export function signOutSessionsRoute(deps: ActDeps): SessionRoute {
       );
     }
     const ids = body.sessionIds.map((id) => id.toLowerCase());
-    return json({ signedOut: await signOutSessions(deps.db, act, ids) } satisfies SignOutAnswer);
+    return json({ signedOut: await signOutSessions(deps.db, action, ids) } satisfies SignOutAnswer);
   };
 }

@@ -7,12 +7,22 @@ import type { SessionRoute } from "../_shared/auth/session-checks.ts";
 import { json } from "../_shared/http/responses.ts";
 import type { UnlockAnswer } from "./creator-control-answers.ts";
 import { unlockReveals } from "./creator-store.ts";
-import { type ActDeps, confirmedAct, freshSignatureRequest } from "./fresh-signature.ts";
+import {
+  freshSignatureRequest,
+  readSignedAction,
+  type SignedActionDeps,
+} from "./fresh-signature.ts";
 
-export function unlockRoute(deps: ActDeps): SessionRoute {
+export function unlockRoute(deps: SignedActionDeps): SessionRoute {
   return async function unlock(request, session) {
-    const { act } = await confirmedAct(deps, request, session, "unlock", freshSignatureRequest);
-    await unlockReveals(deps.db, act);
+    const { action } = await readSignedAction(
+      deps,
+      request,
+      session,
+      "unlock",
+      freshSignatureRequest,
+    );
+    await unlockReveals(deps.db, action);
     return json({ locked: false } satisfies UnlockAnswer);
   };
 }

@@ -19,13 +19,13 @@ insert into public.user_secrets (user_id, secret_type, ciphertext, iv, key_id)
     from public.wallet_users u,
          unnest(array['provider_a_api_key', 'provider_a_org_id', 'provider_b_key',
            'provider_c_key', 'provider_d_key', 'provider_e_key', 'provider_f_api_key']) t
-   where u.wallet_address like '0xfa%';
+   where u.id::text like 'f0000000-0000-4000-8000-%';
 -- Every key of every creator revealed once, and 20,000 more reveals of the one creator.
 insert into public.secret_events (user_id, secret_types, action, occurred_at)
   select s.user_id, array_agg(s.secret_type order by s.secret_type), 'reveal',
          now() + interval '1 second'
     from public.user_secrets s join public.wallet_users u on u.id = s.user_id
-   where u.wallet_address like '0xfa%'
+   where u.id::text like 'f0000000-0000-4000-8000-%'
    group by s.user_id;
 insert into public.secret_events (user_id, secret_types, action, occurred_at)
   select 'f0000000-0000-4000-8000-000000000001', array['provider_b_key'], 'reveal',
