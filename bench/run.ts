@@ -30,7 +30,7 @@ import {
   serverEnv,
   trailBlockStart,
 } from "./support.ts";
-import { encodeCursor } from "../functions/user-secrets/account-store.ts";
+import { encodeCursor } from "../functions/user-secrets/creator-controls-store.ts";
 import type { ServerProcess } from "./support.ts";
 
 /** Positive integers from the environment; a bad value stops the run, naming the variable. */

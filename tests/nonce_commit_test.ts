@@ -1,6 +1,6 @@
 /**
  * Issuing a nonce does not wait for the WAL flush; spending one does (functions/wallet-proof/
- * identity-store.ts says why). The setting is local to the nonce's own transaction: nothing after it, on the
+ * sign-in-store.ts says why). The setting is local to the nonce's own transaction: nothing after it, on the
  * same pooled connection or any other, commits without waiting.
  */
 import assert from "node:assert/strict";

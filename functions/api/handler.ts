@@ -46,6 +46,9 @@ export const API_ROUTES: Readonly<Record<string, readonly [string, string]>> = {
   "/auth/sessions": [WALLET_PROOF, "/sessions"],
   "/auth/sessions/sign-out": [WALLET_PROOF, "/sessions/sign-out"],
   "/secrets/activity": [USER_SECRETS, "/activity"],
+  // Locking needs the session alone, beside the vault it locks; unlocking needs a fresh wallet
+  // signature, which only wallet-proof checks (it alone holds the chains' RPCs). So a stolen
+  // session can lock, never unlock, and the vault's function never verifies a signature.
   "/secrets/lock": [USER_SECRETS, "/lock"],
   "/secrets/unlock": [WALLET_PROOF, "/unlock"],
   "/account": [WALLET_PROOF, "/account"],

@@ -13,7 +13,7 @@ import {
   DEFAULT_ACTIVITY_PAGE,
   MAX_ACTIVITY_PAGE,
   readActivity,
-} from "./account-store.ts";
+} from "./creator-controls-store.ts";
 import type { ActivityPage } from "./creator-control-answers.ts";
 import { queryParameters } from "./query-parameters.ts";
 

@@ -10,7 +10,7 @@ import { enforceRateLimit } from "../_shared/auth/rate-limit.ts";
 import { budget } from "../_shared/config/limits.ts";
 import type { SessionRoute } from "../_shared/auth/session-checks.ts";
 import { json } from "../_shared/http/responses.ts";
-import { creatorAccount, readActivity } from "./account-store.ts";
+import { creatorAccount, readActivity } from "./creator-controls-store.ts";
 import { maskedSecret } from "./list.ts";
 import type { AccountExport } from "./creator-control-answers.ts";
 import { listSecrets, type VaultDeps } from "./vault-store.ts";

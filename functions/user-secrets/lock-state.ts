@@ -2,7 +2,7 @@
 import type { Database } from "../_shared/db/db.ts";
 import type { SessionRoute } from "../_shared/auth/session-checks.ts";
 import { json } from "../_shared/http/responses.ts";
-import { creatorAccount } from "./account-store.ts";
+import { creatorAccount } from "./creator-controls-store.ts";
 import type { LockState } from "./creator-control-answers.ts";
 
 export function lockStateRoute({ db }: { readonly db: Database }): SessionRoute {

@@ -18,7 +18,7 @@ import { acceptsLoopbackOrigins, signInOriginsFor } from "../_shared/http/local-
 import { parseRequest } from "../_shared/http/request-issues.ts";
 import { json } from "../_shared/http/responses.ts";
 import type { ConfirmNonceAnswer } from "./creator-control-answers.ts";
-import { issueConfirmationNonce } from "./creator-store.ts";
+import { issueConfirmationNonce } from "./creator-controls-store.ts";
 import { CONFIRM_PURPOSES, confirmStatements } from "./fresh-signature.ts";
 import { nonceMessage, requireAllowedChain, requireOrigins } from "./message-to-sign.ts";
 import { sessionIdsField, sessionResources } from "./sign-out-sessions.ts";

@@ -26,7 +26,7 @@ import { personalMessageHash } from "../_shared/auth/eth.ts";
 import { clientIp, rateLimited } from "../_shared/auth/rate-limit.ts";
 import { prefixBudget } from "../_shared/config/limits.ts";
 import type { SiweFields } from "../_shared/auth/siwe.ts";
-import { admitContractCheck } from "./identity-store.ts";
+import { admitContractCheck } from "./sign-in-store.ts";
 
 const SIGNATURE = new RegExp(`^0x(?:[0-9a-fA-F]{2}){1,${MAX_CONTRACT_SIGNATURE_BYTES}}$`);
 // A failed check spends no nonce (the chain may only have been down), so without a cap one nonce

@@ -7,7 +7,7 @@
 import type { SessionRoute } from "../_shared/auth/session-checks.ts";
 import { json } from "../_shared/http/responses.ts";
 import type { AccountDeletedAnswer } from "./creator-control-answers.ts";
-import { deleteAccount } from "./creator-store.ts";
+import { deleteAccount } from "./creator-controls-store.ts";
 import {
   freshSignatureRequest,
   readSignedAction,

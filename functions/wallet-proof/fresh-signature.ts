@@ -101,7 +101,7 @@ export type FreshSignatureCheck = (
   body: { readonly message: string; readonly signature: string },
 ) => Promise<FreshSigner>;
 
-/** Checks everything but the nonce, which the act spends (creator-store.ts). */
+/** Checks everything but the nonce, which the act spends (creator-controls-store.ts). */
 export function createFreshSignatureCheck(deps: FreshSignatureDeps): FreshSignatureCheck {
   const { db, config, signInOrigins, checkContractProof } = deps;
   const acceptLoopback = acceptsLoopbackOrigins(config.appEnv);
@@ -172,7 +172,7 @@ export interface SignedActionDeps {
 
 /**
  * An act's request read by `schema` (at most MAX_PROOF_BODY_BYTES: a contract wallet's signature
- * runs long) and its signature checked: the body, and the act for creator-store.ts to spend,
+ * runs long) and its signature checked: the body, and the act for creator-controls-store.ts to spend,
  * counted against the wallet's budget of proofs.
  */
 export async function readSignedAction<

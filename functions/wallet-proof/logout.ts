@@ -5,7 +5,7 @@ import type { SessionRoute } from "../_shared/auth/session-checks.ts";
 import { readOptionalJson } from "../_shared/http/bodies.ts";
 import { parseRequest } from "../_shared/http/request-issues.ts";
 import { noContent } from "../_shared/http/responses.ts";
-import { endSessions } from "./identity-store.ts";
+import { endSessions } from "./sign-in-store.ts";
 
 /** "local" (the default): this session; "global": every session of the creator. */
 export const logoutRequest = z.strictObject({ scope: z.enum(["local", "global"]).optional() });

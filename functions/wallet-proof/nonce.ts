@@ -11,7 +11,7 @@ import { parseRequest } from "../_shared/http/request-issues.ts";
 import { json } from "../_shared/http/responses.ts";
 import type { Handler } from "../_shared/http/router.ts";
 import type { NonceAnswer } from "./answers.ts";
-import { issueNonce } from "./identity-store.ts";
+import { issueNonce } from "./sign-in-store.ts";
 import { nonceMessage, requireAllowedChain, requireOrigins } from "./message-to-sign.ts";
 
 export const nonceRequest = z.strictObject({

@@ -19,7 +19,7 @@ import { acceptsLoopbackOrigins, signInOriginsFor } from "../_shared/http/local-
 import { parseRequest } from "../_shared/http/request-issues.ts";
 import type { Handler } from "../_shared/http/router.ts";
 import { type ContractProofCheck, nonceRefusal } from "./contract-proof.ts";
-import { signIn } from "./identity-store.ts";
+import { signIn } from "./sign-in-store.ts";
 import { requireOrigins } from "./message-to-sign.ts";
 import { sessionAnswer } from "./session-answer.ts";
 
@@ -88,7 +88,7 @@ export function proofRoute(deps: ProofDeps): Handler {
       await checkContractProof(request, fields, body.message, body.signature);
     }
 
-    // The rest is one database call (identity-store.ts's signIn).
+    // The rest is one database call (sign-in-store.ts's signIn).
     const walletAddress = fields.address.toLowerCase();
     const refreshToken = newRefreshToken();
     const result = await signIn(db, {

@@ -27,7 +27,7 @@ import { ServiceError } from "../_shared/http/errors.ts";
 import type { Logger } from "../_shared/http/log.ts";
 import { parseRequest } from "../_shared/http/request-issues.ts";
 import type { Handler } from "../_shared/http/router.ts";
-import { presentedRefreshToken, revokeForReuse, rotateRefreshToken } from "./identity-store.ts";
+import { presentedRefreshToken, revokeForReuse, rotateRefreshToken } from "./sign-in-store.ts";
 import { sessionAnswer } from "./session-answer.ts";
 
 export const refreshRequest = z.strictObject({

@@ -10,7 +10,7 @@ import type { SessionRoute } from "../_shared/auth/session-checks.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import { json } from "../_shared/http/responses.ts";
 import type { SignOutAnswer } from "./creator-control-answers.ts";
-import { signOutSessions } from "./creator-store.ts";
+import { signOutSessions } from "./creator-controls-store.ts";
 import {
   freshSignatureFields,
   readSignedAction,

@@ -6,7 +6,7 @@
 import type { SessionRoute } from "../_shared/auth/session-checks.ts";
 import { json } from "../_shared/http/responses.ts";
 import type { UnlockAnswer } from "./creator-control-answers.ts";
-import { unlockReveals } from "./creator-store.ts";
+import { unlockReveals } from "./creator-controls-store.ts";
 import {
   freshSignatureRequest,
   readSignedAction,
