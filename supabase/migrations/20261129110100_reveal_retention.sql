@@ -20,24 +20,26 @@ create function public.expire_secret_events(retention_days integer) returns void
   end
   $$;
 
--- The reveal of 20261126100500_vault.sql, with the live-run credential checked in the same
--- statement (the lines marked "credential"), the reveal event's id returned (so a decryption
--- failure takes back exactly that reveal's last use), and a few expired events deleted with each
--- recorded reveal (`retention_days`, AUDIT_RETENTION_DAYS; null: kept forever). `credential_hash`
--- is the SHA-256 of the presented credential; null only when the caller matched the deprecated
--- SERVER_REVEAL_TOKEN itself, which reveals every type and names no credential in its events (they
--- read as every event before credentials did). `every_type`: the request named no types, so
--- `secret_types` is every type and the reveal asks for those the credential may reveal. Outcomes
--- added: 'credential_refused' (unknown, revoked or expired: nothing counted, read or recorded here;
--- the caller counts it against the client's budget), 'out_of_scope' (within the creator's limit,
--- recorded as a refused reveal naming the types asked for), 'credential_rate_limited' (past the
--- credential's own limit). Every row carries the credential's name (null for the legacy token), for
--- the caller's logs, and, when revealed, the reveal event's id.
+-- The reveal of 20261126100500_vault.sql, with its rate-limit buckets handed in (config/limits.ts),
+-- the live-run credential checked in the same statement (the lines marked "credential"), the reveal
+-- event's id returned (so a decryption failure takes back exactly that reveal's last use), and a
+-- few expired events deleted with each recorded reveal (`retention_days`, AUDIT_RETENTION_DAYS;
+-- null: kept forever). `credential_hash` is the SHA-256 of the presented credential; null only when
+-- the caller matched the deprecated SERVER_REVEAL_TOKEN itself, which reveals every type and names
+-- no credential in its events (they read as every event before credentials did). `every_type`: the
+-- request named no types, so `secret_types` is every type and the reveal asks for those the
+-- credential may reveal. Outcomes added: 'credential_refused' (unknown, revoked or expired: nothing
+-- counted, read or recorded here; the caller counts it against the client's budget), 'out_of_scope'
+-- (within the creator's limit, recorded as a refused reveal naming the types asked for),
+-- 'credential_rate_limited' (past the credential's own limit). Every row carries the credential's
+-- name (null for the legacy token), for the caller's logs, and, when revealed, the reveal event's
+-- id.
 drop function public.reveal_user_secrets(uuid, uuid, text[], text, integer, integer, integer);
 create function public.reveal_user_secrets(
-  session_id uuid, user_id uuid, secret_types text[], token_bucket text, creator_limit integer,
-  token_limit integer, window_seconds integer, credential_hash bytea default null,
-  every_type boolean default false, retention_days integer default null
+  session_id uuid, user_id uuid, secret_types text[], token_bucket text, creator_bucket_prefix text,
+  creator_limit integer, token_bucket_prefix text, token_limit integer, window_seconds integer,
+  credential_hash bytea default null, every_type boolean default false,
+  retention_days integer default null
 )
   returns table (
     outcome text, secret_type text, ciphertext bytea, iv bytea, key_id text, updated_at timestamptz,
@@ -80,7 +82,8 @@ create function public.reveal_user_secrets(
       return;
     end if;
     select * into attempt from public.hit_rate_limit(
-      'vault:reveal:user:' || reveal_user_secrets.user_id, reveal_user_secrets.window_seconds);
+      reveal_user_secrets.creator_bucket_prefix || reveal_user_secrets.user_id,
+        reveal_user_secrets.window_seconds);
     if attempt.hits <= reveal_user_secrets.creator_limit then
       if locked then
         insert into public.secret_events (user_id, secret_types, action, reason, credential_name)
@@ -100,7 +103,7 @@ create function public.reveal_user_secrets(
         return;
       end if;
       select * into attempt from public.hit_rate_limit(
-        'vault:reveal:token:' || reveal_user_secrets.token_bucket,
+        reveal_user_secrets.token_bucket_prefix || reveal_user_secrets.token_bucket,
         reveal_user_secrets.window_seconds);
       if attempt.hits <= reveal_user_secrets.token_limit then
         return query
@@ -176,11 +179,11 @@ create function public.record_reveal_failure(
 
 -- The service's alone: Supabase grants new functions to the API roles by default.
 revoke all on function public.expire_secret_events(integer) from public, anon, authenticated;
-revoke all on function public.reveal_user_secrets(uuid, uuid, text[], text, integer, integer,
-  integer, bytea, boolean, integer) from public, anon, authenticated;
+revoke all on function public.reveal_user_secrets(uuid, uuid, text[], text, text, integer, text,
+  integer, integer, bytea, boolean, integer) from public, anon, authenticated;
 revoke all on function public.record_reveal_failure(uuid, uuid, text[], bigint)
   from public, anon, authenticated;
-grant execute on function public.reveal_user_secrets(uuid, uuid, text[], text, integer, integer,
-  integer, bytea, boolean, integer) to service_role;
+grant execute on function public.reveal_user_secrets(uuid, uuid, text[], text, text, integer, text,
+  integer, integer, bytea, boolean, integer) to service_role;
 grant execute on function public.record_reveal_failure(uuid, uuid, text[], bigint)
   to service_role;

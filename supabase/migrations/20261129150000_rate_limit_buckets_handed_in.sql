@@ -5,6 +5,8 @@
 -- are unchanged, so windows already counting carry over. Each body is its latest definition (named
 -- above it) with the bucket's literal replaced by its parameter, nothing else changed; a new
 -- parameter changes the signature, so each is dropped and created again, and its grants with it.
+-- The reveal, introduced by this session's 20261129110100_reveal_retention.sql, takes its buckets
+-- there.
 
 drop function public.admit_contract_check(text, text, bigint, text, integer, integer, integer,
   integer, integer);
@@ -21,8 +23,6 @@ drop function public.unlock_reveals(uuid, uuid, text, text, bigint, bigint, inte
 drop function public.put_user_secret(uuid, uuid, text, bytea, bytea, text, text, integer, integer);
 drop function public.delete_user_secret(uuid, uuid, text, integer, integer);
 drop function public.lock_reveals(uuid, uuid, integer, integer);
-drop function public.reveal_user_secrets(uuid, uuid, text[], text, integer, integer, integer, bytea,
-  boolean, integer);
 drop function public.refuse_reveal(text, integer, integer, uuid, uuid);
 
 -- As in 20261126100300_sign_in.sql, with its buckets handed in.
@@ -440,110 +440,6 @@ create function public.lock_reveals(
   end
   $$;
 
--- As in 20261129130000_live_run_credentials.sql, with its buckets handed in.
-create function public.reveal_user_secrets(
-  session_id uuid, user_id uuid, secret_types text[], token_bucket text, creator_bucket_prefix text,
-  creator_limit integer, token_bucket_prefix text, token_limit integer, window_seconds integer,
-  credential_hash bytea default null, every_type boolean default false,
-  retention_days integer default null
-)
-  returns table (
-    outcome text, secret_type text, ciphertext bytea, iv bytea, key_id text, updated_at timestamptz,
-    retry_after integer, credential_name text, event_id bigint
-  )
-  language plpgsql security definer set search_path = pg_catalog, pg_temp
-  as $$
-  #variable_conflict use_column
-  declare
-    attempt record;
-    locked boolean;
-    -- credential: its name and scope; none for the legacy token, whose events read as before
-    credential text := null;
-    scope text[] := null;
-  begin
-    -- credential: live, unexpired, unrevoked, or refused before anything else is looked at
-    if reveal_user_secrets.credential_hash is not null then
-      select c.name, c.secret_types into credential, scope
-        from public.live_run_credentials c
-       where c.token_hash = reveal_user_secrets.credential_hash and c.revoked_at is null
-         and (c.expires_at is null or c.expires_at > now());
-      if not found then
-        return query select 'credential_refused'::text, null::text, null::bytea, null::bytea,
-          null::text, null::timestamptz, null::integer, null::text, null::bigint;
-        return;
-      end if;
-      if reveal_user_secrets.every_type then
-        reveal_user_secrets.secret_types := array(
-          select t from unnest(reveal_user_secrets.secret_types) with ordinality as u (t, n)
-           where t = any(scope) order by n);
-      end if;
-    end if;
-    select u.reveals_locked_at is not null into locked
-      from public.auth_sessions s join public.wallet_users u on u.id = s.user_id
-     where s.id = reveal_user_secrets.session_id and s.user_id = reveal_user_secrets.user_id
-       and public.auth_session_is_live(s.revoked_at, s.expires_at);
-    if not found then
-      return query select 'session_revoked'::text, null::text, null::bytea, null::bytea, null::text,
-        null::timestamptz, null::integer, credential, null::bigint;
-      return;
-    end if;
-    select * into attempt from public.hit_rate_limit(
-      reveal_user_secrets.creator_bucket_prefix || reveal_user_secrets.user_id,
-        reveal_user_secrets.window_seconds);
-    if attempt.hits <= reveal_user_secrets.creator_limit then
-      if locked then
-        insert into public.secret_events (user_id, secret_types, action, reason, credential_name)
-          values (reveal_user_secrets.user_id, reveal_user_secrets.secret_types, 'reveal_refused',
-            'vault_locked', credential);
-        return query select 'vault_locked'::text, null::text, null::bytea, null::bytea, null::text,
-          null::timestamptz, null::integer, credential, null::bigint;
-        return;
-      end if;
-      -- credential: a type outside its scope refuses the whole reveal, and the trail says so
-      if scope is not null and not (reveal_user_secrets.secret_types <@ scope) then
-        insert into public.secret_events (user_id, secret_types, action, reason, credential_name)
-          values (reveal_user_secrets.user_id, reveal_user_secrets.secret_types, 'reveal_refused',
-            'out_of_scope', credential);
-        return query select 'out_of_scope'::text, null::text, null::bytea, null::bytea,
-          null::text, null::timestamptz, null::integer, credential, null::bigint;
-        return;
-      end if;
-      select * into attempt from public.hit_rate_limit(
-        reveal_user_secrets.token_bucket_prefix || reveal_user_secrets.token_bucket,
-        reveal_user_secrets.window_seconds);
-      if attempt.hits <= reveal_user_secrets.token_limit then
-        return query
-          with revealed as (
-            select s.user_id, s.secret_type, s.ciphertext, s.iv, s.key_id, s.updated_at,
-                   array_position(reveal_user_secrets.secret_types, s.secret_type) as position
-              from public.user_secrets s
-             where s.user_id = reveal_user_secrets.user_id
-               and s.secret_type = any(reveal_user_secrets.secret_types)
-          ), audited as (
-            insert into public.secret_events (user_id, secret_types, action, credential_name)
-              select r.user_id, array_agg(r.secret_type order by r.position), 'reveal', credential
-                from revealed r group by r.user_id
-            returning id
-          )
-          select 'revealed'::text, r.secret_type, r.ciphertext, r.iv, r.key_id, r.updated_at,
-                 null::integer, credential, (select a.id from audited a)
-            from revealed r order by r.position;
-        -- The trail's growth pays for its own expiry, a few rows at a time.
-        if reveal_user_secrets.retention_days is not null then
-          perform public.expire_secret_events(reveal_user_secrets.retention_days);
-        end if;
-        return;
-      end if;
-      -- credential: past its own limit (a leaked one used for mass reveal), told apart for the log
-      return query select 'credential_rate_limited'::text, null::text, null::bytea, null::bytea,
-        null::text, null::timestamptz, greatest(1, attempt.retry_after), credential, null::bigint;
-      return;
-    end if;
-    return query select 'rate_limited'::text, null::text, null::bytea, null::bytea, null::text,
-      null::timestamptz, greatest(1, attempt.retry_after), credential, null::bigint;
-  end
-  $$;
-
 -- As in 20261126100600_audit.sql, with its buckets handed in.
 create function public.refuse_reveal(
   client_bucket text, refusal_limit integer, window_seconds integer, session_id uuid, user_id uuid,
@@ -596,8 +492,6 @@ revoke all on function public.delete_user_secret(uuid, uuid, text, text, integer
   public, anon, authenticated;
 revoke all on function public.lock_reveals(uuid, uuid, text, integer, integer) from public, anon,
   authenticated;
-revoke all on function public.reveal_user_secrets(uuid, uuid, text[], text, text, integer, text,
-  integer, integer, bytea, boolean, integer) from public, anon, authenticated;
 revoke all on function public.refuse_reveal(text, integer, integer, uuid, uuid, text) from public,
   anon, authenticated;
 grant execute on function public.admit_contract_check(text, text, bigint, text, text, integer, text,
@@ -619,7 +513,5 @@ grant execute on function public.put_user_secret(uuid, uuid, text, bytea, bytea,
 grant execute on function public.delete_user_secret(uuid, uuid, text, text, integer, integer) to
   service_role;
 grant execute on function public.lock_reveals(uuid, uuid, text, integer, integer) to service_role;
-grant execute on function public.reveal_user_secrets(uuid, uuid, text[], text, text, integer, text,
-  integer, integer, bytea, boolean, integer) to service_role;
 grant execute on function public.refuse_reveal(text, integer, integer, uuid, uuid, text) to
   service_role;
