@@ -14,6 +14,9 @@ const CHECKSUM_LENGTH = 6;
 export const LIVE_RUN_CREDENTIAL_PATTERN =
   /(?<![A-Za-z0-9_])wvlr_([0-9A-Za-z]{36})([0-9A-Za-z]{6})(?![A-Za-z0-9_])/g;
 
+/** The whole text one credential, as `isLiveRunCredential` tests it. */
+const WHOLE_CREDENTIAL = new RegExp(`^${LIVE_RUN_CREDENTIAL_PATTERN.source}$`);
+
 const CRC32_TABLE = Uint32Array.from({ length: 256 }, (_, byte) => {
   let crc = byte;
   for (let bit = 0; bit < 8; bit++) crc = crc & 1 ? 0xedb88320 ^ (crc >>> 1) : crc >>> 1;
@@ -57,6 +60,6 @@ export function isLiveRunCredential(text: string): boolean {
   if (text.length !== LIVE_RUN_CREDENTIAL_PREFIX.length + RANDOM_LENGTH + CHECKSUM_LENGTH) {
     return false;
   }
-  const match = new RegExp(`^${LIVE_RUN_CREDENTIAL_PATTERN.source}$`).exec(text);
+  const match = WHOLE_CREDENTIAL.exec(text);
   return match !== null && checksumOf(match[1]) === match[2];
 }
