@@ -31,7 +31,7 @@ import {
   trailBlockStart,
 } from "./support.ts";
 import { encodeCursor } from "../functions/user-secrets/creator-controls-store.ts";
-import type { ServerProcess } from "./support.ts";
+import type { BenchDatabase, ServerProcess } from "./support.ts";
 
 /** Positive integers from the environment; a bad value stops the run, naming the variable. */
 function knob(name: string, fallback: string, allowEmpty = false): number[] {
@@ -184,6 +184,22 @@ async function benchEngine(engine: Engine) {
   }
 }
 
+/**
+ * Runs seeding `sql` on the server's database; where the engine allows one process per database
+ * (PGlite), with the server stopped and started again. Returns the server to measure with.
+ */
+async function seedBeside(
+  engine: Engine,
+  server: ServerProcess,
+  db: BenchDatabase,
+  keys: Record<string, string>,
+  sql: string,
+): Promise<ServerProcess> {
+  if (engine.exclusive) await server.stop();
+  await db.sql(sql);
+  return engine.exclusive ? await engine.startServer(db, keys) : server;
+}
+
 /** GET, PUT and sign-in at concurrency 1 for one creator among 1, 1,000, … seeded in bulk. */
 async function growth(engine: Engine) {
   const db = await engine.createDatabase();
@@ -196,9 +212,7 @@ async function growth(engine: Engine) {
     let seeded = 1;
     for (const creators of GROWTH) {
       if (creators > seeded) {
-        if (engine.exclusive) await server.stop();
-        await db.sql(seedCreatorsSql(seeded + 1, creators));
-        if (engine.exclusive) server = await engine.startServer(db, keys);
+        server = await seedBeside(engine, server, db, keys, seedCreatorsSql(seeded + 1, creators));
         seeded = creators;
       }
       const proofs = await proofPool(server.url, proofsFor(1, GROWTH_MS));
@@ -245,9 +259,13 @@ async function trail(engine: Engine) {
     let seeded = 0;
     for (const [step, events] of [0, ...TRAIL].entries()) {
       if (events > seeded) {
-        if (engine.exclusive) await server.stop();
-        await db.sql(seedTrailSql(creator.userId, seeded, events, step));
-        if (engine.exclusive) server = await engine.startServer(db, keys);
+        server = await seedBeside(
+          engine,
+          server,
+          db,
+          keys,
+          seedTrailSql(creator.userId, seeded, events, step),
+        );
         cursor = encodeCursor(String(trailBlockStart(step) + Math.floor((events - seeded) / 2)));
         seeded = events;
       }
