@@ -36,7 +36,7 @@ function localEngine(storage: string, adminUrl: string | null): Engine {
     startFloor: (db, keys) =>
       startProcess(
         "bench/floor-server.ts",
-        { ...keys, ...db.env, BENCH_FLOOR_GUARDED: "1" },
+        { ...keys, ...db.env, BENCH_FLOOR_AT_EDGE: "1" },
         storage,
         "/ready",
       ),

@@ -1,21 +1,26 @@
 /**
  * The floors: a bare Deno.serve doing the one statement each route cannot do without, through the
- * same driver and settings as the service (parseConfig of the same environment), and nothing else
- * (no token, no row-level security, no encryption).
+ * same driver and settings as the service (parseConfig of the same environment), and the one
+ * computation it cannot do without (the reveal's decryptions, with the vault's own keyring), and
+ * nothing else (no token, no row-level security, no validation).
  *
  *   GET  /ready                       {storage}, so the bench can check the engine
  *   GET  /?user=<id>                  the creator's masked rows with each one's last reveal (GET)
  *   POST /reveal?user=<id>            the creator's ciphertexts and one committed audit row naming
- *                                     the seven types, as one statement (reveal)
+ *                                     the seven types, as one statement, each ciphertext decrypted
+ *                                     while the commit is under way, as the reveal does (reveal)
  *   PUT  /?user=<id>&type=<type>      one upsert of a ciphertext row (PUT)
  *        …&flush=off                  the same, committed without waiting for the WAL flush (nonce)
  *
- * BENCH_FLOOR_GUARDED=1 answers through the local server's connection guard, as the local server
- * does: any local server must have it, so it belongs to the floor, not to the service's overhead.
+ * BENCH_FLOOR_AT_EDGE=1 answers through the local server's edge, as the local server does: its
+ * connection guard and its rewrite of the client-address header. Any local server that stands in
+ * for Supabase's gateway must do both, so they belong to the floor, not to the service's overhead.
  */
 import { parseConfig } from "../functions/_shared/config/config.ts";
 import type { Database } from "../functions/_shared/db/db.ts";
-import { SECRET_TYPES } from "../protocol/secret-types.ts";
+import { createKeyring, type Keyring } from "../functions/_shared/vault/vault-crypto.ts";
+import { SECRET_TYPES, type SecretType } from "../protocol/secret-types.ts";
+import { atEdge } from "../server/app.ts";
 import { connectionLimitsFromEnv, serveWithLimits } from "../server/connection-limits.ts";
 import { openDatabase } from "../server/database.ts";
 
@@ -40,15 +45,29 @@ export const UPSERT =
 /** The nonce's commit: its writes are cheap to lose (docs/security.md says why that is safe). */
 export const WITHOUT_FLUSH = "set local synchronous_commit = off";
 
-export function floorHandler(db: Database): (request: Request) => Promise<Response> {
+type Sealed = { secret_type: SecretType; ciphertext: Uint8Array; iv: Uint8Array; key_id: string };
+
+export function floorHandler(
+  db: Database,
+  keyring: Keyring,
+): (request: Request) => Promise<Response> {
   const storage = `${db.engine}:public.user_secrets`;
   return async (request) => {
     const url = new URL(request.url);
     const user = url.searchParams.get("user");
     if (url.pathname === "/ready") return Response.json({ storage });
     if (url.pathname === "/reveal") {
-      const rows = await db.query<{ ciphertext: Uint8Array }>(AUDITED_READ, [user, SECRET_TYPES]);
-      return Response.json({ secrets: rows.map((row) => ({ bytes: row.ciphertext.length })) });
+      const secrets = await db.queryOverlappingCommit<Sealed, { value: string }[]>(
+        { text: AUDITED_READ, params: [user, SECRET_TYPES] },
+        (rows) =>
+          rows.map((row) => ({
+            value: keyring.decrypt(
+              { ciphertext: row.ciphertext, iv: row.iv, keyId: row.key_id },
+              { userId: user!, secretType: row.secret_type },
+            ),
+          })),
+      );
+      return Response.json({ secrets });
     }
     if (request.method === "PUT") {
       const random = (n: number) => crypto.getRandomValues(new Uint8Array(n));
@@ -72,11 +91,11 @@ if (import.meta.main) {
   const env = Deno.env.toObject();
   const config = parseConfig(env);
   const db = await openDatabase(config.database);
-  const handler = floorHandler(db);
-  const server = env.BENCH_FLOOR_GUARDED === "1"
+  const handler = floorHandler(db, createKeyring(config.encryptionKeys));
+  const server = env.BENCH_FLOOR_AT_EDGE === "1"
     ? serveWithLimits(
       { hostname: "127.0.0.1", port: config.port, limits: connectionLimitsFromEnv(env) },
-      handler,
+      atEdge(handler, config.clientIp),
     )
     : Deno.serve({ hostname: "127.0.0.1", port: config.port, onListen() {} }, handler);
   Deno.addSignalListener("SIGTERM", async () => {

@@ -212,15 +212,26 @@ export function activityScenario(url: string, session: Session, cursor: string |
   });
 }
 
-/** Each route's floor on the floor server (bench/floor-server.ts), for user w's rows. */
-export function floorScenarios(url: string, users: readonly string[]): Record<Route, Scenario> {
+/** Whose rows the floors use: the writes' must not be the reads', since they store random bytes. */
+export interface FloorUsers {
+  /** Creators whose rows hold real ciphertexts (the routes' own): the reveal floor decrypts them. */
+  readonly readers: readonly string[];
+  /** Creators of the floor's own, whose rows its writes overwrite. */
+  readonly writers: readonly string[];
+}
+
+/** Each route's floor on the floor server (bench/floor-server.ts), for worker w's creator. */
+export function floorScenarios(
+  url: string,
+  { readers, writers }: FloorUsers,
+): Record<Route, Scenario> {
   const read = (path: string, method: string): Scenario => (w) => ({
-    request: new Request(`${url}${path}?user=${users[w]}`, { method }),
+    request: new Request(`${url}${path}?user=${readers[w]}`, { method }),
     ok: (status, body) => status === 200 && body.secrets?.length === 7,
   });
   const write = (flush: string): Scenario => (w, i) => ({
     request: new Request(
-      `${url}/?user=${users[w]}&type=${SECRET_TYPES[i % SECRET_TYPES.length]}${flush}`,
+      `${url}/?user=${writers[w]}&type=${SECRET_TYPES[i % SECRET_TYPES.length]}${flush}`,
       { method: "PUT" },
     ),
     ok: (status, body) => status === 200 && typeof body.updatedAt === "string",

@@ -107,8 +107,10 @@ async function benchEngine(engine: Engine) {
     const credential = await benchCredential(db);
     server = await engine.startServer(db, keys);
     const sessions = await creators(server.url, CONCURRENCY);
-    // The floor's own creators: its writes put random bytes where reveal expects ciphertexts.
-    const floorUsers = (await creators(server.url, CONCURRENCY)).map((session) => session.userId);
+    const floorUsers = {
+      readers: sessions.map((session) => session.userId),
+      writers: (await creators(server.url, CONCURRENCY)).map((session) => session.userId),
+    };
     const phases = [[1, SETTINGS.singleMs], [CONCURRENCY, SETTINGS.durationMs]] as const;
     const routes = new Map<Route, Load[]>(ROUTE_NAMES.map((route) => [route, []]));
     const floors = new Map<Route, Load[]>(ROUTE_NAMES.map((route) => [route, []]));

@@ -36,8 +36,11 @@ export interface LocalApp {
 export function createLocalApp(context: ServiceContext): LocalApp {
   const cors = corsPolicy(context.config);
   const wrap = (handler: FunctionHandler) => serve(handler, cors, context.log);
-  const functions = serviceHandlers(context, wrap);
-  functions[API] = wrap(createApiHandler(functions));
+  // One wrap per request, as deployed: /api wraps the proxy, not the functions behind it as well.
+  const services = serviceHandlers(context);
+  const functions: Record<string, Handler> = {};
+  for (const [name, handler] of Object.entries(services)) functions[name] = wrap(handler);
+  functions[API] = wrap(createApiHandler(services));
 
   const assets = wrap(serveStatic);
   const notFound = wrap(() => Promise.reject(new ServiceError("not_found", "No such route.")));

@@ -8,6 +8,7 @@
  */
 import assert from "node:assert/strict";
 import type { Database, Row, Statement } from "../functions/_shared/db/db.ts";
+import { createKeyring } from "../functions/_shared/vault/vault-crypto.ts";
 import { SECRET_TYPES } from "../protocol/secret-types.ts";
 import { peerPorts, poolerProblem } from "../bench/engines.ts";
 import { runInTurns, type Scenario, TURN_MS } from "../bench/measure.ts";
@@ -48,22 +49,30 @@ function recording(db: Database, sent: string[][]): Database {
       sent.push(statements.map((statement) => statement.text));
       return db.batch(statements);
     },
+    queryOverlappingCommit(statement, use) {
+      sent.push([statement.text]);
+      return db.queryOverlappingCommit(statement, use);
+    },
   };
 }
 
-Deno.test("each floor sends the one statement its label names: reveal's commits one audit row, the nonce's skips the flush wait", async () => {
+Deno.test("each floor sends the one statement its label names: reveal's commits one audit row and decrypts every value, the nonce's skips the flush wait", async () => {
   const { db, close } = await openTestDatabase("pglite");
   try {
     const [{ id: user }] = await db.query<{ id: string }>(
       `insert into public.wallet_users (wallet_address) values ('0x' || repeat('ab', 20)) returning id`,
     );
-    await db.query(
-      `insert into public.user_secrets (user_id, secret_type, ciphertext, iv, key_id, hint)
-         select $1, t, gen_random_bytes(48), gen_random_bytes(12), 'k1', '…abcd' from unnest($2::text[]) t`,
-      [user, SECRET_TYPES],
-    );
+    const keyring = createKeyring([{ id: "k1", key: crypto.getRandomValues(new Uint8Array(32)) }]);
+    for (const secretType of SECRET_TYPES) {
+      const sealed = keyring.encrypt(`sk-${secretType}`, { userId: user, secretType });
+      await db.query(
+        `insert into public.user_secrets (user_id, secret_type, ciphertext, iv, key_id, hint)
+           values ($1, $2, $3, $4, $5, '…abcd')`,
+        [user, secretType, sealed.ciphertext, sealed.iv, sealed.keyId],
+      );
+    }
     const sent: string[][] = [];
-    const floor = floorHandler(recording(db, sent));
+    const floor = floorHandler(recording(db, sent), keyring);
     const ask = async (method: string, path: string) => {
       const response = await floor(new Request(`http://floor${path}`, { method }));
       assert.equal(response.status, 200);
@@ -72,7 +81,9 @@ Deno.test("each floor sends the one statement its label names: reveal's commits 
 
     assert.equal((await ask("GET", `/?user=${user}`)).secrets.length, 7);
     assert.equal(sent.splice(0).length, 1);
-    assert.equal((await ask("POST", `/reveal?user=${user}`)).secrets.length, 7);
+    const revealed = (await ask("POST", `/reveal?user=${user}`)).secrets;
+    const values = revealed.map((secret: { value: string }) => secret.value);
+    assert.deepEqual(values.sort(), SECRET_TYPES.map((type) => `sk-${type}`).sort());
     assert.equal(sent.splice(0).length, 1, "the read and the audit row in one statement");
     const events = await db.query<{ secret_types: string[] }>(
       "select secret_types from public.secret_events where user_id = $1 and action = 'reveal'",

@@ -22,14 +22,14 @@ import { OPENAPI_PATH, type OpenApiDocument, openApiDocument } from "./openapi.t
 
 export const FUNCTION_NAME = "api";
 
-/** The functions behind /api, built from one context, each passed through `wrap`. */
-export function serviceHandlers(
-  context: ServiceContext,
-  wrap: (handler: FunctionHandler) => FunctionHandler = (handler) => handler,
-): Record<string, FunctionHandler> {
+/**
+ * The functions behind /api, built from one context, unwrapped: whatever serves them adds CORS and
+ * the error boundary once, around the proxy or around each function.
+ */
+export function serviceHandlers(context: ServiceContext): Record<string, FunctionHandler> {
   return {
-    [WALLET_PROOF]: wrap(createWalletProofHandler(context)),
-    [USER_SECRETS]: wrap(createUserSecretsHandler(context)),
+    [WALLET_PROOF]: createWalletProofHandler(context),
+    [USER_SECRETS]: createUserSecretsHandler(context),
   };
 }
 

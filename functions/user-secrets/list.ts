@@ -23,13 +23,15 @@ interface MaskedSecret {
 
 /** A stored row as the list (and the export) shows it. */
 export function maskedSecret(row: MaskedRow): MaskedSecret {
-  return {
+  // Field by field, in the answer's order: spreading each optional field costs an object.
+  const secret = {
     secretType: row.secret_type,
     updatedAt: row.updated_at.toISOString(),
-    ...(row.hint === null ? {} : { hint: row.hint }),
-    lastUsedAt: row.last_used_at?.toISOString() ?? null,
-    ...(row.last_used_by === null ? {} : { lastUsedBy: row.last_used_by }),
-  };
+  } as MaskedSecret;
+  if (row.hint !== null) secret.hint = row.hint;
+  secret.lastUsedAt = row.last_used_at?.toISOString() ?? null;
+  if (row.last_used_by !== null) secret.lastUsedBy = row.last_used_by;
+  return secret;
 }
 
 export interface ListDeps {

@@ -97,6 +97,16 @@ function outOfScope(): ServiceError {
   );
 }
 
+/**
+ * `types` as a Postgres array literal, which both drivers send as it is. Secret types are plain
+ * identifiers (protocol/secret-types.ts), so nothing needs quoting; the drivers' own array encoding
+ * escapes every element with two regular expressions, on every list and reveal.
+ */
+function secretTypesLiteral(types: readonly SecretType[]): string {
+  return `{${types.join(",")}}`;
+}
+const EVERY_TYPE_LITERAL = secretTypesLiteral(SECRET_TYPES);
+
 export type MaskedRow = {
   readonly secret_type: SecretType;
   readonly updated_at: Date;
@@ -120,7 +130,7 @@ export async function listSecrets(db: Queryable, session: TokenIdentity): Promis
   const rows = await db.query<MaskedRow & { live: boolean }>(
     `select live, secret_type, updated_at, hint, last_used_at, last_used_by
        from public.list_user_secrets($1, $2, $3, $4::text[])`,
-    [JSON.stringify(session.claims), session.sessionId, session.userId, SECRET_TYPES],
+    [JSON.stringify(session.claims), session.sessionId, session.userId, EVERY_TYPE_LITERAL],
   );
   if (rows.length > 0 && !rows[0].live) throw sessionEnded();
   return rows.map((row) =>
@@ -210,7 +220,7 @@ export function readForReveal<R>(
     params: [
       session.sessionId,
       session.userId,
-      secretTypes,
+      secretTypesLiteral(secretTypes),
       credential.bucket,
       limits.reveal.prefix,
       limits.reveal.limit,

@@ -18,6 +18,9 @@ const TAG_BYTES = 16;
 const CIPHER = "aes-256-gcm";
 /** Versioned label, so these ciphertexts can never be mistaken for any other use of the key. */
 const AAD_LABEL = "wallet-vault/user_secrets/v1";
+// Shared: neither keeps state between calls (no streaming), and each costs to construct.
+const UTF8 = new TextEncoder();
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
 
 /** Which row a ciphertext belongs to. It is authenticated, not encrypted. */
 export interface SecretBinding {
@@ -81,9 +84,12 @@ export function createKeyring(specs: readonly EncryptionKeySpec[]): Keyring {
       const iv = crypto.getRandomValues(new Uint8Array(IV_BYTES));
       const cipher = createCipheriv(CIPHER, key, iv);
       cipher.setAAD(additionalData(binding, activeKeyId));
-      const body = cipher.update(new TextEncoder().encode(plaintext));
+      const body = cipher.update(UTF8.encode(plaintext));
       cipher.final(); // GCM has nothing more to give: the tag is read below
-      const ciphertext = new Uint8Array([...body, ...cipher.getAuthTag()]);
+      const tag = cipher.getAuthTag();
+      const ciphertext = new Uint8Array(body.length + tag.length);
+      ciphertext.set(body);
+      ciphertext.set(tag, body.length);
       return { ciphertext, iv, keyId: activeKeyId };
     },
 
@@ -114,7 +120,7 @@ export function createKeyring(specs: readonly EncryptionKeySpec[]): Keyring {
           { secretType: binding.secretType },
         );
       }
-      return new TextDecoder("utf-8", { fatal: true }).decode(plaintext);
+      return STRICT_UTF8.decode(plaintext);
     },
   };
 }
@@ -125,7 +131,5 @@ export function createKeyring(specs: readonly EncryptionKeySpec[]): Keyring {
  * JSON of an array keeps the fields unambiguous whatever characters they hold.
  */
 function additionalData(binding: SecretBinding, keyId: string): Uint8Array<ArrayBuffer> {
-  return new TextEncoder().encode(
-    JSON.stringify([AAD_LABEL, binding.userId, binding.secretType, keyId]),
-  );
+  return UTF8.encode(JSON.stringify([AAD_LABEL, binding.userId, binding.secretType, keyId]));
 }
