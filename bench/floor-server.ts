@@ -1,15 +1,18 @@
 /**
  * The floors: a bare Deno.serve doing the one statement each route cannot do without, through the
  * same driver and settings as the service (parseConfig of the same environment), and the one
- * computation it cannot do without (the reveal's decryptions, with the vault's own keyring), and
- * nothing else (no token, no row-level security, no validation).
+ * computation it cannot do without (the reveal's decryptions and the PUT's encryption, with the
+ * vault's own keyring), and nothing else (no token, no row-level security, no validation).
  *
  *   GET  /ready                       {storage}, so the bench can check the engine
  *   GET  /?user=<id>                  the creator's masked rows with each one's last reveal (GET)
- *   POST /reveal?user=<id>            the creator's ciphertexts and one committed audit row naming
- *                                     the seven types, as one statement, each ciphertext decrypted
- *                                     while the commit is under way, as the reveal does (reveal)
- *   PUT  /?user=<id>&type=<type>      one upsert of a ciphertext row (PUT)
+ *   POST /reveal?user=<id>            its JSON body read (the route's, `{}`); the creator's
+ *                                     ciphertexts and one committed audit row naming the seven
+ *                                     types, as one statement, each ciphertext decrypted while the
+ *                                     commit is under way, as the reveal does (reveal)
+ *   PUT  /?user=<id>&type=<type>      one upsert of a ciphertext row: with the route's JSON body,
+ *                                     its value encrypted by the vault's keyring (PUT); without one,
+ *                                     random bytes (sign-in's write)
  *        …&flush=off                  the same, committed without waiting for the WAL flush (nonce)
  *
  * BENCH_FLOOR_AT_EDGE=1 answers through the local server's edge, as the local server does: its
@@ -37,13 +40,30 @@ export const AUDITED_READ = `with audit as (
 
 export const UPSERT =
   `insert into public.user_secrets (user_id, secret_type, ciphertext, iv, key_id)
-    values ($1, $2, $3, $4, 'k1')
+    values ($1, $2, $3, $4, $5)
   on conflict (user_id, secret_type) do update
     set ciphertext = excluded.ciphertext, iv = excluded.iv, updated_at = now()
   returning updated_at, xmax = 0 as created`;
 
 /** The nonce's commit: its writes are cheap to lose (docs/security.md says why that is safe). */
 export const WITHOUT_FLUSH = "set local synchronous_commit = off";
+
+/**
+ * A PUT's body, `{ secretType, value }` as the route takes it, read and its value encrypted with the
+ * vault's keyring; without a body (the nonce's and sign-in's floors, which encrypt nothing), random
+ * bytes in its place.
+ */
+async function sealedBody(request: Request, userId: string, keyring: Keyring) {
+  // Read as text: a PUT served by Deno has a body stream even when nothing was sent.
+  const text = await request.text();
+  if (text === "") {
+    const random = (n: number) => crypto.getRandomValues(new Uint8Array(n));
+    return [random(48), random(12), "k1"];
+  }
+  const { secretType, value } = JSON.parse(text);
+  const sealed = keyring.encrypt(value, { userId, secretType });
+  return [sealed.ciphertext, sealed.iv, sealed.keyId];
+}
 
 type Sealed = { secret_type: SecretType; ciphertext: Uint8Array; iv: Uint8Array; key_id: string };
 
@@ -57,6 +77,8 @@ export function floorHandler(
     const user = url.searchParams.get("user");
     if (url.pathname === "/ready") return Response.json({ storage });
     if (url.pathname === "/reveal") {
+      // Read as the route reads it; what it asks for is every type, as AUDITED_READ reads.
+      await request.json();
       const secrets = await db.queryOverlappingCommit<Sealed, { value: string }[]>(
         { text: AUDITED_READ, params: [user, SECRET_TYPES] },
         (rows) =>
@@ -70,8 +92,11 @@ export function floorHandler(
       return Response.json({ secrets });
     }
     if (request.method === "PUT") {
-      const random = (n: number) => crypto.getRandomValues(new Uint8Array(n));
-      const params = [user, url.searchParams.get("type"), random(48), random(12)];
+      const params = [
+        user,
+        url.searchParams.get("type"),
+        ...await sealedBody(request, user!, keyring),
+      ];
       // The nonce's floor sends the setting and the upsert in one transaction, as the nonce does.
       const outcomes = url.searchParams.get("flush") === "off"
         ? await db.batch([{ text: WITHOUT_FLUSH }, { text: UPSERT, params }])

@@ -30,10 +30,14 @@ export const ROUTES = {
     label: "GET /api/secrets (7 stored)",
     floor: "one read of the creator's rows with each one's last reveal",
   },
-  put: { label: "PUT /api/secrets", floor: "one upsert" },
+  put: {
+    label: "PUT /api/secrets",
+    floor: "the JSON body read, its value encrypted (AES-256-GCM, the vault's keyring), one upsert",
+  },
   reveal: {
     label: "POST /api/secrets/reveal (all 7)",
-    floor: "one statement: read the creator's ciphertexts and insert one audit row",
+    floor: "the JSON body read; one statement: read the creator's ciphertexts and insert one " +
+      "audit row; the seven values decrypted (the vault's keyring) while it commits",
   },
 } as const;
 export type Route = keyof typeof ROUTES;
@@ -225,22 +229,31 @@ export function floorScenarios(
   url: string,
   { readers, writers }: FloorUsers,
 ): Record<Route, Scenario> {
-  const read = (path: string, method: string): Scenario => (w) => ({
-    request: new Request(`${url}${path}?user=${readers[w]}`, { method }),
+  // The reveal's floor is sent the route's body (routeScenarios' reveal), the list's none.
+  const read = (path: string, method: string, body: string | null = null): Scenario => (w) => ({
+    request: new Request(`${url}${path}?user=${readers[w]}`, {
+      method,
+      ...(body !== null && { headers: jsonHeaders, body }),
+    }),
     ok: (status, body) => status === 200 && body.secrets?.length === 7,
   });
-  const write = (flush: string): Scenario => (w, i) => ({
-    request: new Request(
-      `${url}/?user=${writers[w]}&type=${SECRET_TYPES[i % SECRET_TYPES.length]}${flush}`,
-      { method: "PUT" },
-    ),
-    ok: (status, body) => status === 200 && typeof body.updatedAt === "string",
-  });
+  const write = (flush: string, sent = false): Scenario => (w, i) => {
+    const secretType = SECRET_TYPES[i % SECRET_TYPES.length];
+    // What the PUT route is sent (routeScenarios' put), for the floor to read and encrypt.
+    const body = sent ? { secretType, value: `sk-bench-${i}-${crypto.randomUUID()}` } : null;
+    return {
+      request: new Request(`${url}/?user=${writers[w]}&type=${secretType}${flush}`, {
+        method: "PUT",
+        ...(body && { headers: jsonHeaders, body: JSON.stringify(body) }),
+      }),
+      ok: (status, body) => status === 200 && typeof body.updatedAt === "string",
+    };
+  };
   return {
     nonce: write("&flush=off"),
     "wallet-proof": write(""),
     list: read("/", "GET"),
-    put: write(""),
-    reveal: read("/reveal", "POST"),
+    put: write("", true),
+    reveal: read("/reveal", "POST", "{}"),
   };
 }

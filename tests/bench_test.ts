@@ -56,7 +56,7 @@ function recording(db: Database, sent: string[][]): Database {
   };
 }
 
-Deno.test("each floor sends the one statement its label names: reveal's commits one audit row and decrypts every value, the nonce's skips the flush wait", async () => {
+Deno.test("each floor sends the one statement its label names: reveal's commits one audit row and decrypts every value, PUT's stores its body's value encrypted, the nonce's skips the flush wait", async () => {
   const { db, close } = await openTestDatabase("pglite");
   try {
     const [{ id: user }] = await db.query<{ id: string }>(
@@ -73,15 +73,16 @@ Deno.test("each floor sends the one statement its label names: reveal's commits 
     }
     const sent: string[][] = [];
     const floor = floorHandler(recording(db, sent), keyring);
-    const ask = async (method: string, path: string) => {
-      const response = await floor(new Request(`http://floor${path}`, { method }));
+    const ask = async (method: string, path: string, body?: unknown) => {
+      const sentBody = body === undefined ? null : JSON.stringify(body);
+      const response = await floor(new Request(`http://floor${path}`, { method, body: sentBody }));
       assert.equal(response.status, 200);
       return await response.json();
     };
 
     assert.equal((await ask("GET", `/?user=${user}`)).secrets.length, 7);
     assert.equal(sent.splice(0).length, 1);
-    const revealed = (await ask("POST", `/reveal?user=${user}`)).secrets;
+    const revealed = (await ask("POST", `/reveal?user=${user}`, {})).secrets;
     const values = revealed.map((secret: { value: string }) => secret.value);
     assert.deepEqual(values.sort(), SECRET_TYPES.map((type) => `sk-${type}`).sort());
     assert.equal(sent.splice(0).length, 1, "the read and the audit row in one statement");
@@ -93,6 +94,16 @@ Deno.test("each floor sends the one statement its label names: reveal's commits 
 
     await ask("PUT", `/?user=${user}&type=${SECRET_TYPES[0]}`);
     assert.deepEqual(sent.splice(0), [[UPSERT]]);
+    // With the route's body, the value is stored encrypted as the vault stores it.
+    const secretType = SECRET_TYPES[1];
+    await ask("PUT", `/?user=${user}&type=${secretType}`, { secretType, value: "sk-put-floor" });
+    assert.deepEqual(sent.splice(0), [[UPSERT]]);
+    const [stored] = await db.query<{ ciphertext: Uint8Array; iv: Uint8Array; key_id: string }>(
+      "select ciphertext, iv, key_id from public.user_secrets where user_id = $1 and secret_type = $2",
+      [user, secretType],
+    );
+    const sealed = { ciphertext: stored.ciphertext, iv: stored.iv, keyId: stored.key_id };
+    assert.equal(keyring.decrypt(sealed, { userId: user, secretType }), "sk-put-floor");
     await ask("PUT", `/?user=${user}&type=${SECRET_TYPES[0]}&flush=off`);
     assert.deepEqual(sent.splice(0), [[WITHOUT_FLUSH, UPSERT]]);
   } finally {
