@@ -92,7 +92,7 @@ async function assertRevokedForReuse(app: TestApp, answer: SessionAnswer): Promi
   const [row] = await app.database.db.query<{ revoked_reason: string }>(
     `select s.revoked_reason from public.auth_sessions s
        join public.auth_refresh_tokens t on t.session_id = s.id where t.token_hash = $1`,
-    [await hashRefreshToken(answer.refresh_token)],
+    [hashRefreshToken(answer.refresh_token)],
   );
   assert.equal(row.revoked_reason, "refresh_token_reuse");
 }
@@ -197,7 +197,7 @@ describeWithDatabase("refresh retries and replays", {
       await app.database.db.query(
         `update public.auth_refresh_tokens set used_at = now() - make_interval(secs => $2)
           where token_hash = $1`,
-        [await hashRefreshToken(token), seconds],
+        [hashRefreshToken(token), seconds],
       );
     // Just within the grace, a retry still gets the successor.
     const inTime = await signIn(app);
@@ -310,11 +310,11 @@ describeWithDatabase("refresh retries and replays", {
     const key = newKey();
     const sent = await retryKeyHash(key);
     assert.match(sent, RETRY_KEY_HASH);
-    assert.equal(sent, (await retryKeyCommitment(key)).text);
+    assert.equal(sent, retryKeyCommitment(key).text);
     await ok(refresh(app, { refresh_token: signedIn.refreshToken, retryKeyHash: sent }));
     const [{ commitment }] = await app.database.db.query<{ commitment: Uint8Array }>(
       "select retry_key_hash as commitment from public.auth_refresh_tokens where token_hash = $1",
-      [await hashRefreshToken(signedIn.refreshToken)],
+      [hashRefreshToken(signedIn.refreshToken)],
     );
     assert.deepEqual(
       new Uint8Array(commitment),

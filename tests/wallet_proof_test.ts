@@ -271,7 +271,7 @@ describeWithDatabase("wallet sign-in", {
     assert.equal(stored.user_id, session.user.id);
     assert.deepEqual(
       new Uint8Array(stored.token_hash),
-      await hashRefreshToken(session.refresh_token),
+      hashRefreshToken(session.refresh_token),
     );
     const [{ found }] = await app.database.db.query<{ found: number }>(
       `select count(*)::int as found from public.auth_refresh_tokens

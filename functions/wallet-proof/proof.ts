@@ -95,7 +95,7 @@ export function proofRoute(deps: ProofDeps): Handler {
       client: { ...ipLimit, counted: !byKey },
       nonce: fields.nonce,
       walletAddress,
-      refreshTokenHash: await hashRefreshToken(refreshToken),
+      refreshTokenHash: hashRefreshToken(refreshToken),
       refreshTokenTtlSeconds: config.refreshTokenTtlSeconds,
       wallet: prefixBudget(config.rateLimits, "proofPerAddressPerMinute", "wallet"),
       messageChainId: fields.chainId,

@@ -87,17 +87,17 @@ export function refreshRoute(deps: RefreshDeps): Handler {
 
   return async function refresh(request) {
     const body = parseRequest(refreshRequest, refusingRetiredField(await readJson(request)));
-    const presented = await hashRefreshToken(body.refresh_token);
+    const presented = hashRefreshToken(body.refresh_token);
     // A retry's key stands for its commitment: the first spend may have come from either try.
     const commitment = body.retryKey !== undefined
-      ? await retryKeyCommitment(body.retryKey)
+      ? retryKeyCommitment(body.retryKey)
       : body.retryKeyHash !== undefined
       ? parseRetryKeyHash(body.retryKeyHash)
       : null;
     const next = commitment === null
       ? newRefreshToken()
       : await deps.successorOf(body.refresh_token, commitment.text);
-    const nextHash = await hashRefreshToken(next);
+    const nextHash = hashRefreshToken(next);
     const client = budget(
       deps.config.rateLimits,
       "refreshPerIpPerMinute",
