@@ -11,8 +11,32 @@ const FUNCTIONS = ["wallet-proof", "user-secrets", "api"];
 const ROOT = new URL("../", import.meta.url);
 
 interface ModuleGraph {
-  modules: { specifier: string; kind?: string; npmPackage?: string }[];
+  roots: string[];
+  modules: {
+    specifier: string;
+    kind?: string;
+    npmPackage?: string;
+    dependencies?: { code?: { specifier: string }; isDynamic?: boolean }[];
+  }[];
   npmPackages: Record<string, { name: string; dependencies?: string[] }>;
+  /** npm:postgres@3.4.9 (as imported) → npm:/postgres@3.4.9 (as listed in modules). */
+  redirects: Record<string, string>;
+}
+
+/** The modules a process loads before it runs its entry: the static imports, transitively. */
+function staticallyReached(graph: ModuleGraph): Set<string> {
+  const bySpecifier = new Map(graph.modules.map((module) => [module.specifier, module]));
+  const reached = new Set<string>();
+  const visit = (imported: string) => {
+    const specifier = graph.redirects[imported] ?? imported;
+    if (reached.has(specifier)) return;
+    reached.add(specifier);
+    for (const dependency of bySpecifier.get(specifier)?.dependencies ?? []) {
+      if (!dependency.isDynamic && dependency.code) visit(dependency.code.specifier);
+    }
+  };
+  graph.roots.forEach(visit);
+  return reached;
 }
 
 /** The npm packages the graph really reaches (npmPackages lists the whole lockfile's). */
@@ -65,5 +89,34 @@ for (const name of FUNCTIONS) {
       // The functions' own code and the protocol they share with the client package, nothing else.
       assert.ok(/^(functions|protocol)\//.test(path), `${entry} reaches ${path}`);
     }
+  });
+}
+
+for (const name of FUNCTIONS) {
+  Deno.test(`the ${name} function starts without any route's module, which its deploy still carries`, async () => {
+    const graph: ModuleGraph = JSON.parse(await denoInfo(["--json", `functions/${name}/index.ts`]));
+    const atStart = staticallyReached(graph);
+    // What the handlers import on demand (router.ts: onDemand), each with a literal specifier.
+    const onDemand = graph.modules.flatMap((module) =>
+      /\/functions\/(wallet-proof|user-secrets|api)\/handler\.ts$/.test(module.specifier)
+        ? (module.dependencies ?? []).filter((d) => d.isDynamic).map((d) => d.code!.specifier)
+        : []
+    );
+    assert.ok(onDemand.length >= (name === "user-secrets" ? 8 : 11), onDemand.join("\n"));
+    const inGraph = new Set(graph.modules.map((module) => module.specifier));
+    for (const specifier of onDemand) {
+      assert.ok(inGraph.has(specifier), `${specifier} is not in the deploy's graph`);
+      assert.ok(!atStart.has(specifier), `${specifier} is loaded at start`);
+    }
+    // Request validation (zod) comes with the first route that reads a body, not at start.
+    const startPackages = graph.modules.filter((m) => m.npmPackage && atStart.has(m.specifier))
+      .map((m) => graph.npmPackages[m.npmPackage!].name);
+    assert.deepEqual(
+      startPackages.sort(),
+      name === "wallet-proof" ? ["postgres"] : [
+        "@noble/hashes",
+        "postgres",
+      ],
+    );
   });
 }

@@ -9,7 +9,13 @@
 import type { ServiceContext } from "../_shared/context.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import { json } from "../_shared/http/responses.ts";
-import { type FunctionHandler, type Handler, router, subpath } from "../_shared/http/router.ts";
+import {
+  type FunctionHandler,
+  type Handler,
+  onDemand,
+  router,
+  subpath,
+} from "../_shared/http/router.ts";
 import {
   createUserSecretsHandler,
   FUNCTION_NAME as USER_SECRETS,
@@ -18,7 +24,7 @@ import {
   createWalletProofHandler,
   FUNCTION_NAME as WALLET_PROOF,
 } from "../wallet-proof/handler.ts";
-import { OPENAPI_PATH, type OpenApiDocument, openApiDocument } from "./openapi.ts";
+import { OPENAPI_PATH } from "./openapi-path.ts";
 
 export const FUNCTION_NAME = "api";
 
@@ -58,24 +64,19 @@ export const API_ROUTES: Readonly<Record<string, readonly [string, string]>> = {
 /** Handlers by function name; the proxy hands each the path below its name beside the request. */
 export type FunctionHandlers = Readonly<Record<string, FunctionHandler>>;
 
-/** The OpenAPI description of every route (openapi.ts), for API_ROUTES. */
-export function apiDescription(): OpenApiDocument {
-  return openApiDocument(API_ROUTES);
-}
-
 /**
- * GET /api/openapi.json: the description, built on first request (it depends on code alone). Any
- * origin may read it: it is public, and tools (an API catalogue, a docs page) load it from theirs.
+ * GET /api/openapi.json: the description of API_ROUTES (openapi.ts), built on first request (it
+ * depends on code alone). Any origin may read it: it is public, and tools (an API catalogue, a
+ * docs page) load it from theirs.
  */
 function describedRoute(): FunctionHandler {
-  let document: OpenApiDocument | undefined;
   return router(FUNCTION_NAME, [{
     method: "GET",
     path: OPENAPI_PATH,
-    handle() {
-      document ??= apiDescription();
-      return Promise.resolve(json(document, 200, { "access-control-allow-origin": "*" }));
-    },
+    handle: onDemand(async () => {
+      const document = (await import("./openapi.ts")).openApiDocument(API_ROUTES);
+      return () => Promise.resolve(json(document, 200, { "access-control-allow-origin": "*" }));
+    }),
   }]);
 }
 

@@ -18,13 +18,7 @@ import { CREATOR_WALLET_PROOF_OPERATIONS } from "../wallet-proof/openapi-creator
 import { WALLET_PROOF_OPERATIONS } from "../wallet-proof/openapi-sign-in.ts";
 import { WELL_KNOWN_OPERATIONS } from "../wallet-proof/well-known.ts";
 import { type Json, override, pathItem } from "./openapi-path-items.ts";
-
-/**
- * Where the api function serves this document, below its own name. Exported apart from its
- * value: the Supabase CLI's deploy takes a quoted path after `export` for a file to upload.
- */
-const OPENAPI_PATH = "/openapi.json";
-export { OPENAPI_PATH };
+import { OPENAPI_PATH } from "./openapi-path.ts";
 
 /** What GET /api/openapi.json answers: an OpenAPI 3.1 document (this module's). */
 export const openApiDocumentSchema = z.looseObject({

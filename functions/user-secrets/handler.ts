@@ -8,15 +8,7 @@
  */
 import type { ServiceContext } from "../_shared/context.ts";
 import { sessionChecks } from "../_shared/auth/session-checks.ts";
-import { type Handler, router } from "../_shared/http/router.ts";
-import { activityRoute } from "./activity.ts";
-import { deleteRoute } from "./delete.ts";
-import { exportRoute } from "./export.ts";
-import { listRoute } from "./list.ts";
-import { lockRoute } from "./lock.ts";
-import { lockStateRoute } from "./lock-state.ts";
-import { putRoute } from "./put.ts";
-import { revealRoute } from "./reveal.ts";
+import { type Handler, onDemand, router } from "../_shared/http/router.ts";
 import { revealTokenCheck } from "./reveal-token.ts";
 
 export const FUNCTION_NAME = "user-secrets";
@@ -35,20 +27,66 @@ export function createUserSecretsHandler(context: ServiceContext): Handler {
     config,
     identityIfValid,
   });
+  // Each route's module is imported with its first request (router.ts: onDemand).
   return router(FUNCTION_NAME, [
-    { method: "GET", path: "", handle: acceptValidToken(listRoute({ db, config })) },
-    { method: "PUT", path: "", handle: requireValidToken(putRoute({ db, keyring, config })) },
-    { method: "DELETE", path: "", handle: requireValidToken(deleteRoute({ db, config })) },
+    {
+      method: "GET",
+      path: "",
+      handle: onDemand(async () =>
+        acceptValidToken((await import("./list.ts")).listRoute({ db, config }))
+      ),
+    },
+    {
+      method: "PUT",
+      path: "",
+      handle: onDemand(async () =>
+        requireValidToken((await import("./put.ts")).putRoute({ db, keyring, config }))
+      ),
+    },
+    {
+      method: "DELETE",
+      path: "",
+      handle: onDemand(async () =>
+        requireValidToken((await import("./delete.ts")).deleteRoute({ db, config }))
+      ),
+    },
     {
       method: "POST",
       path: "/reveal",
-      handle: requireRevealToken(
-        requireValidToken(revealRoute({ db, keyring, log, config, refuseCredential })),
+      handle: onDemand(async () => {
+        const { revealRoute } = await import("./reveal.ts");
+        return requireRevealToken(
+          requireValidToken(revealRoute({ db, keyring, log, config, refuseCredential })),
+        );
+      }),
+    },
+    {
+      method: "GET",
+      path: "/activity",
+      handle: onDemand(async () =>
+        requireValidToken((await import("./activity.ts")).activityRoute({ db }))
       ),
     },
-    { method: "GET", path: "/activity", handle: requireValidToken(activityRoute({ db })) },
-    { method: "GET", path: "/lock", handle: requireValidToken(lockStateRoute({ db })) },
-    { method: "POST", path: "/lock", handle: requireValidToken(lockRoute({ db, config })) },
-    { method: "GET", path: "/export", handle: requireValidToken(exportRoute({ db, config })) },
+    {
+      method: "GET",
+      path: "/lock",
+      handle: onDemand(async () =>
+        requireValidToken((await import("./lock-state.ts")).lockStateRoute({ db }))
+      ),
+    },
+    {
+      method: "POST",
+      path: "/lock",
+      handle: onDemand(async () =>
+        requireValidToken((await import("./lock.ts")).lockRoute({ db, config }))
+      ),
+    },
+    {
+      method: "GET",
+      path: "/export",
+      handle: onDemand(async () =>
+        requireValidToken((await import("./export.ts")).exportRoute({ db, config }))
+      ),
+    },
   ]);
 }

@@ -46,22 +46,12 @@ export function createContractProofCheck(context: ServiceContext): ContractProof
   const chainVerifier = context.chainVerifier ??
     createContractSignatureVerifier(createChainRpc(config.chainRpcUrls, { log }));
   const rpcChains = new Set(chainVerifier.chainIds);
-  // Named once at start: the chains creators may sign in from where contract wallets cannot.
-  const withoutRpc = config.allowedChainIds === null
-    ? null
-    : config.allowedChainIds.filter((id) => !rpcChains.has(id));
   // A chain this service lists is named; any other is the caller's text, and no error repeats
   // what was sent (a number pasted into Chain ID may be a secret).
   const chainName = (chainId: number) =>
     config.allowedChainIds?.includes(chainId) || rpcChains.has(chainId)
       ? `chain ${chainId}`
       : "the message's chain";
-  if (withoutRpc === null || withoutRpc.length > 0) {
-    log.info("contract_wallets_unavailable", {
-      chain_ids: withoutRpc === null ? "all but the rpc chains" : withoutRpc.join(","),
-      rpc_chain_ids: chainVerifier.chainIds.join(","),
-    });
-  }
 
   return async (request, fields, message, signature) => {
     if (!SIGNATURE.test(signature)) {

@@ -10,19 +10,9 @@ import type { ServiceContext } from "../_shared/context.ts";
 import { sessionChecks } from "../_shared/auth/session-checks.ts";
 import { createSessionSigner } from "../_shared/auth/session-signer.ts";
 import { refreshSuccessors } from "../_shared/auth/refresh-tokens.ts";
-import { type Handler, router } from "../_shared/http/router.ts";
-import { confirmNonceRoute } from "./confirm-nonce.ts";
-import { createContractProofCheck } from "./contract-proof.ts";
-import { deleteAccountRoute } from "./delete-account.ts";
-import { createFreshSignatureCheck } from "./fresh-signature.ts";
-import { logoutRoute } from "./logout.ts";
-import { nonceRoute } from "./nonce.ts";
-import { proofRoute } from "./proof.ts";
-import { refreshRoute } from "./refresh.ts";
-import { sessionsRoute } from "./sessions.ts";
-import { signOutSessionsRoute } from "./sign-out-sessions.ts";
-import { unlockRoute } from "./unlock.ts";
-import { DISCOVERY_PATH, discoveryRoute, JWKS_PATH, jwksRoute } from "./well-known.ts";
+import { type Handler, madeOnce, onDemand, router } from "../_shared/http/router.ts";
+import { logChainsWithoutContractWallets } from "./contract-wallet-chains.ts";
+import { DISCOVERY_PATH, JWKS_PATH } from "./well-known-paths.ts";
 
 export const FUNCTION_NAME = "wallet-proof";
 
@@ -31,64 +21,125 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
   // Logout's statement does not check the session, so it asks first; every other route's call
   // checks in its own statement that the session is still live.
   const { requireLiveSession, requireValidToken } = sessionChecks(sessions, config.publicApiKeys);
-  const checkContractProof = createContractProofCheck(context);
-  const checkFreshSignature = createFreshSignatureCheck({
-    db,
-    config,
-    signInOrigins,
-    checkContractProof,
+  logChainsWithoutContractWallets(context);
+  // Shared by the routes that check a wallet's signature, made with the first of them.
+  const contractProofCheck = madeOnce(async () =>
+    (await import("./contract-proof.ts")).createContractProofCheck(context)
+  );
+  const signedActions = madeOnce(async () => {
+    const { createFreshSignatureCheck } = await import("./fresh-signature.ts");
+    const checkContractProof = await contractProofCheck();
+    const checkFreshSignature = createFreshSignatureCheck({
+      db,
+      config,
+      signInOrigins,
+      checkContractProof,
+    });
+    return { db, config, checkFreshSignature };
   });
-  const signedActions = { db, config, checkFreshSignature };
   // The one place a private key is loaded: wallet-proof alone signs (session-signer.ts).
   const signer = createSessionSigner({
     keys: config.sessionKeys,
     accessTokenTtlSeconds: config.accessTokenTtlSeconds,
   });
+  // Each route's module is imported with its first request (router.ts: onDemand).
   return router(FUNCTION_NAME, [
     // No session: a nonce is anyone's; the proof, or the refresh token, is its own credential.
-    { method: "POST", path: "/nonce", handle: nonceRoute({ db, config, signInOrigins }) },
+    {
+      method: "POST",
+      path: "/nonce",
+      handle: onDemand(async () =>
+        (await import("./nonce.ts")).nonceRoute({ db, config, signInOrigins })
+      ),
+    },
     {
       method: "POST",
       path: "",
-      handle: proofRoute({ db, signer, config, signInOrigins, checkContractProof }),
+      handle: onDemand(async () =>
+        (await import("./proof.ts")).proofRoute({
+          db,
+          signer,
+          config,
+          signInOrigins,
+          checkContractProof: await contractProofCheck(),
+        })
+      ),
     },
     {
       method: "POST",
       path: "/refresh",
-      handle: refreshRoute({
-        db,
-        signer,
-        config,
-        log,
-        // JWT_SECRET when set, else the vault's active key: either outlives a signing-key switch.
-        successorOf: refreshSuccessors(config.jwtSecret ?? config.encryptionKeys[0].key),
-      }),
+      handle: onDemand(async () =>
+        (await import("./refresh.ts")).refreshRoute({
+          db,
+          signer,
+          config,
+          log,
+          // JWT_SECRET when set, else the vault's active key: either outlives a signing-key switch.
+          successorOf: refreshSuccessors(config.jwtSecret ?? config.encryptionKeys[0].key),
+        })
+      ),
     },
     // Public keys and the issuer, for anyone who verifies a session.
-    { method: "GET", path: JWKS_PATH, handle: jwksRoute(config.sessionKeys) },
+    {
+      method: "GET",
+      path: JWKS_PATH,
+      handle: onDemand(async () => (await import("./well-known.ts")).jwksRoute(config.sessionKeys)),
+    },
     {
       method: "GET",
       path: DISCOVERY_PATH,
-      handle: discoveryRoute(config.sessionKeys, FUNCTION_NAME),
+      handle: onDemand(async () =>
+        (await import("./well-known.ts")).discoveryRoute(config.sessionKeys, FUNCTION_NAME)
+      ),
     },
-    { method: "POST", path: "/logout", handle: requireLiveSession(logoutRoute({ db })) },
+    {
+      method: "POST",
+      path: "/logout",
+      handle: onDemand(async () =>
+        requireLiveSession((await import("./logout.ts")).logoutRoute({ db }))
+      ),
+    },
     {
       method: "POST",
       path: "/confirm/nonce",
-      handle: requireValidToken(confirmNonceRoute({ db, config, signInOrigins })),
+      handle: onDemand(async () =>
+        requireValidToken(
+          (await import("./confirm-nonce.ts")).confirmNonceRoute({ db, config, signInOrigins }),
+        )
+      ),
     },
-    { method: "GET", path: "/sessions", handle: requireValidToken(sessionsRoute({ db })) },
+    {
+      method: "GET",
+      path: "/sessions",
+      handle: onDemand(async () =>
+        requireValidToken((await import("./sessions.ts")).sessionsRoute({ db }))
+      ),
+    },
     // And a fresh signature of the wallet's, checked by the route (fresh-signature.ts).
     {
       method: "POST",
       path: "/sessions/sign-out",
-      handle: requireValidToken(signOutSessionsRoute(signedActions)),
+      handle: onDemand(async () =>
+        requireValidToken(
+          (await import("./sign-out-sessions.ts")).signOutSessionsRoute(await signedActions()),
+        )
+      ),
     },
-    { method: "POST", path: "/unlock", handle: requireValidToken(unlockRoute(signedActions)) },
+    {
+      method: "POST",
+      path: "/unlock",
+      handle: onDemand(async () =>
+        requireValidToken((await import("./unlock.ts")).unlockRoute(await signedActions()))
+      ),
+    },
     {
       method: "DELETE",
       path: "/account",
-      handle: requireValidToken(deleteAccountRoute(signedActions)),
+      handle: onDemand(async () =>
+        requireValidToken(
+          (await import("./delete-account.ts")).deleteAccountRoute(await signedActions()),
+        )
+      ),
     },
   ]);
 }

@@ -12,6 +12,7 @@ import { ok } from "../_shared/http/openapi-operation.ts";
 import { answerSchema } from "../_shared/http/answer-schema.ts";
 import { described } from "../_shared/http/api-schemas.ts";
 import { json } from "../_shared/http/responses.ts";
+import { DISCOVERY_PATH, JWKS_PATH } from "./well-known-paths.ts";
 
 /**
  * How long a JWKS may be cached: a standby key must be published at least this long before it
@@ -23,11 +24,6 @@ const CACHED = {
   "cache-control": `public, max-age=${JWKS_MAX_AGE_SECONDS}`,
   "access-control-allow-origin": "*",
 };
-
-// Built, not written whole: the Supabase CLI takes a quoted "/….json" for a file to upload.
-const WELL_KNOWN = "/.well-known";
-export const JWKS_PATH = `${WELL_KNOWN}/jwks.json`;
-export const DISCOVERY_PATH = `${WELL_KNOWN}/openid-configuration`;
 
 const base64url = z.string().regex(/^[A-Za-z0-9_-]+$/);
 const publishedKey = z.strictObject({

@@ -44,7 +44,52 @@ function withoutTrailingSlashes(path: string): string {
 
 const SLASH = 0x2f;
 
+/** A route's handler made from a module imported on the route's first request. */
+export interface OnDemandHandler extends Handler {
+  /** Imports the module and makes the handler, once; after a failure, the next call tries again. */
+  readonly load: () => Promise<Handler>;
+}
+
+/**
+ * The handler `make` builds, made on its route's first request: a cold start loads the routes it
+ * is asked for before it answers, not every route. `make` imports with a literal specifier, so the
+ * module is in the deploy's bundle (the Supabase CLI and `deno info` follow it).
+ */
+export function onDemand(make: () => Promise<Handler>): OnDemandHandler {
+  let made: Handler | undefined;
+  const load = madeOnce(async () => made = await make());
+  const handle = (request: Request) =>
+    made ? made(request) : load().then((handler) => handler(request));
+  return Object.assign(handle, { load });
+}
+
+/**
+ * What `make` resolves to, made by the first call and shared by every later one: a dependency
+ * that several routes made on demand share. After a failure, the next call tries again.
+ */
+export function madeOnce<T>(make: () => Promise<T>): () => Promise<T> {
+  let making: Promise<T> | undefined;
+  return () =>
+    making ??= make().catch((error) => {
+      making = undefined;
+      throw error;
+    });
+}
+
+const isOnDemand = (handler: Handler): handler is OnDemandHandler => "load" in handler;
+
+/**
+ * Routes requests below `functionName` to `routes`. Once the first request is answered, the routes
+ * made on demand that it did not need are loaded in the background, ahead of their first request.
+ */
 export function router(functionName: string, routes: readonly Route[]): FunctionHandler {
+  let answeredOnce = false;
+  const loadTheRest = () => {
+    for (const { handle } of routes) {
+      // A module that fails to load fails its route's request instead, which tries again.
+      if (isOnDemand(handle)) handle.load().catch(() => {});
+    }
+  };
   return (request, routed) => {
     // Only a string is a routed path: Deno.serve, handed this directly, passes its connection info.
     const path = typeof routed === "string" ? routed : subpath(request.url, functionName);
@@ -60,7 +105,13 @@ export function router(functionName: string, routes: readonly Route[]): Function
       const allow = methods.flatMap((m) => m === "GET" ? [m, "HEAD"] : [m]).join(", ");
       throw new ServiceError("method_not_allowed", `Use ${allow}.`, undefined, { allow });
     }
-    return route.handle(request);
+    const answer = route.handle(request);
+    if (!answeredOnce) {
+      answeredOnce = true;
+      const later = () => setTimeout(loadTheRest, 0);
+      answer.then(later, later);
+    }
+    return answer;
   };
 }
 
