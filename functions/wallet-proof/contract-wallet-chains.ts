@@ -5,7 +5,7 @@
  */
 import type { ServiceContext } from "../_shared/context.ts";
 
-export function contractWalletChainIds(
+function contractWalletChainIds(
   { config, chainVerifier }: Pick<ServiceContext, "config" | "chainVerifier">,
 ): readonly number[] {
   return chainVerifier?.chainIds ?? [...config.chainRpcUrls.keys()];
