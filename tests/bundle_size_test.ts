@@ -96,7 +96,7 @@ for (const name of FUNCTIONS) {
   Deno.test(`the ${name} function starts without any route's module, which its deploy still carries`, async () => {
     const graph: ModuleGraph = JSON.parse(await denoInfo(["--json", `functions/${name}/index.ts`]));
     const atStart = staticallyReached(graph);
-    // What the handlers import on demand (router.ts: onDemand), each with a literal specifier.
+    // What the handlers' routes import on demand (a Route's `load`, router.ts), each with a literal specifier.
     const onDemand = graph.modules.flatMap((module) =>
       /\/functions\/(wallet-proof|user-secrets|api)\/handler\.ts$/.test(module.specifier)
         ? (module.dependencies ?? []).filter((d) => d.isDynamic).map((d) => d.code!.specifier)

@@ -11,7 +11,7 @@ import {
 } from "../functions/_shared/http/bodies.ts";
 import { json } from "../functions/_shared/http/responses.ts";
 import { isConnectionFailure, isDatabaseUnavailable } from "../functions/_shared/db/unavailable.ts";
-import { madeOnce, onDemand, router, subpath } from "../functions/_shared/http/router.ts";
+import { madeOnce, router, subpath } from "../functions/_shared/http/router.ts";
 import { CORS_ALLOWED_HEADERS, serve } from "../functions/_shared/http/serve.ts";
 import { silentLogger } from "./support/log.ts";
 import { describeWithDatabase } from "./support/suite.ts";
@@ -274,30 +274,40 @@ Deno.test("a routed path handed beside the request wins over the URL; anything e
   assert.equal(await (await viaServe(new Request("http://x/demo/thing"), info)).text(), "ok");
 });
 
-Deno.test("a route made on demand is made by its first request, once, and again after a failure", async () => {
+Deno.test("a route with a load is made by its first request, once, and again after a failure", async () => {
   let made = 0;
-  const handle = onDemand(() => {
-    made++;
-    return Promise.resolve(() => Promise.resolve(new Response(`made ${made}`)));
-  });
+  const handle = router("demo", [{
+    method: "GET",
+    path: "/thing",
+    load: () => {
+      made++;
+      return Promise.resolve(() => Promise.resolve(new Response(`made ${made}`)));
+    },
+  }]);
   assert.equal(made, 0, "nothing is made before a request");
-  const answers = await Promise.all([1, 2, 3].map(() => handle(new Request("http://x/"))));
+  const answers = await Promise.all(
+    [1, 2, 3].map(() => handle(new Request("http://x/demo/thing"))),
+  );
   assert.deepEqual(await Promise.all(answers.map((a) => a.text())), Array(3).fill("made 1"));
   assert.equal(made, 1, "requests that arrive while it loads wait for the same load");
 
   let makeFails = true;
-  const flaky = onDemand(() => {
-    made++;
-    return makeFails
-      ? Promise.reject(new Error("the module did not load"))
-      : Promise.resolve(() => Promise.resolve(new Response("loaded")));
-  });
+  const flaky = router("demo", [{
+    method: "GET",
+    path: "/thing",
+    load: () => {
+      made++;
+      return makeFails
+        ? Promise.reject(new Error("the module did not load"))
+        : Promise.resolve(() => Promise.resolve(new Response("loaded")));
+    },
+  }]);
   // Served, a failed load is the error boundary's generic 500; the next request loads again.
   const served = serve(flaky, { allowedOrigins: [] }, silentLogger);
-  assert.equal((await served(new Request("http://x/"))).status, 500);
+  assert.equal((await served(new Request("http://x/demo/thing"))).status, 500);
   makeFails = false;
-  assert.equal(await (await served(new Request("http://x/"))).text(), "loaded");
-  assert.equal(await (await served(new Request("http://x/"))).text(), "loaded");
+  assert.equal(await (await served(new Request("http://x/demo/thing"))).text(), "loaded");
+  assert.equal(await (await served(new Request("http://x/demo/thing"))).text(), "loaded");
   assert.equal(made, 3);
 });
 
@@ -316,17 +326,16 @@ Deno.test("a dependency made once is shared by its callers and made again after 
   assert.equal(made, 2);
 });
 
-Deno.test("after its first answer, a router loads the routes made on demand that were not asked for", async () => {
+Deno.test("after its first answer, a router loads the routes with a load that were not asked for", async () => {
   const loaded: string[] = [];
-  const route = (name: string) =>
-    onDemand(() => {
-      loaded.push(name);
-      return Promise.resolve(() => Promise.resolve(new Response(name)));
-    });
+  const load = (name: string) => () => {
+    loaded.push(name);
+    return Promise.resolve(() => Promise.resolve(new Response(name)));
+  };
   const handle = router("demo", [
-    { method: "GET", path: "/first", handle: route("first") },
-    { method: "GET", path: "/second", handle: route("second") },
-    { method: "POST", path: "/second", handle: route("third") },
+    { method: "GET", path: "/first", load: load("first") },
+    { method: "GET", path: "/second", load: load("second") },
+    { method: "POST", path: "/second", load: load("third") },
     { method: "GET", path: "/plain", handle: () => Promise.resolve(new Response("plain")) },
   ]);
   assert.deepEqual(loaded, []);

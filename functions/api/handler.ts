@@ -9,13 +9,7 @@
 import type { ServiceContext } from "../_shared/context.ts";
 import { ServiceError } from "../_shared/http/errors.ts";
 import { json } from "../_shared/http/responses.ts";
-import {
-  type FunctionHandler,
-  type Handler,
-  onDemand,
-  router,
-  subpath,
-} from "../_shared/http/router.ts";
+import { type FunctionHandler, type Handler, router, subpath } from "../_shared/http/router.ts";
 import {
   createUserSecretsHandler,
   FUNCTION_NAME as USER_SECRETS,
@@ -73,10 +67,10 @@ function describedRoute(): FunctionHandler {
   return router(FUNCTION_NAME, [{
     method: "GET",
     path: OPENAPI_PATH,
-    handle: onDemand(async () => {
+    load: async () => {
       const document = (await import("./openapi.ts")).openApiDocument(API_ROUTES);
       return () => Promise.resolve(json(document, 200, { "access-control-allow-origin": "*" }));
-    }),
+    },
   }]);
 }
 

@@ -8,7 +8,7 @@
  */
 import type { ServiceContext } from "../_shared/context.ts";
 import { sessionChecks } from "../_shared/auth/session-checks.ts";
-import { type Handler, onDemand, router } from "../_shared/http/router.ts";
+import { type Handler, router } from "../_shared/http/router.ts";
 import { revealTokenCheck } from "./reveal-token.ts";
 
 export const FUNCTION_NAME = "user-secrets";
@@ -27,66 +27,55 @@ export function createUserSecretsHandler(context: ServiceContext): Handler {
     config,
     identityIfValid,
   });
-  // Each route's module is imported with its first request (router.ts: onDemand).
+  // Each route's module is imported with its first request (router.ts: Route's `load`).
   return router(FUNCTION_NAME, [
     {
       method: "GET",
       path: "",
-      handle: onDemand(async () =>
-        acceptValidToken((await import("./list.ts")).listRoute({ db, config }))
-      ),
+      load: async () => acceptValidToken((await import("./list.ts")).listRoute({ db, config })),
     },
     {
       method: "PUT",
       path: "",
-      handle: onDemand(async () =>
-        requireValidToken((await import("./put.ts")).putRoute({ db, keyring, config }))
-      ),
+      load: async () =>
+        requireValidToken((await import("./put.ts")).putRoute({ db, keyring, config })),
     },
     {
       method: "DELETE",
       path: "",
-      handle: onDemand(async () =>
-        requireValidToken((await import("./delete.ts")).deleteRoute({ db, config }))
-      ),
+      load: async () =>
+        requireValidToken((await import("./delete.ts")).deleteRoute({ db, config })),
     },
     {
       method: "POST",
       path: "/reveal",
-      handle: onDemand(async () => {
+      load: async () => {
         const { revealRoute } = await import("./reveal.ts");
         return requireRevealToken(
           requireValidToken(revealRoute({ db, keyring, log, config, refuseCredential })),
         );
-      }),
+      },
     },
     {
       method: "GET",
       path: "/activity",
-      handle: onDemand(async () =>
-        requireValidToken((await import("./activity.ts")).activityRoute({ db }))
-      ),
+      load: async () => requireValidToken((await import("./activity.ts")).activityRoute({ db })),
     },
     {
       method: "GET",
       path: "/lock",
-      handle: onDemand(async () =>
-        requireValidToken((await import("./lock-state.ts")).lockStateRoute({ db }))
-      ),
+      load: async () => requireValidToken((await import("./lock-state.ts")).lockStateRoute({ db })),
     },
     {
       method: "POST",
       path: "/lock",
-      handle: onDemand(async () =>
-        requireValidToken((await import("./lock.ts")).lockRoute({ db, config }))
-      ),
+      load: async () => requireValidToken((await import("./lock.ts")).lockRoute({ db, config })),
     },
     {
       method: "GET",
       path: "/export",
-      handle: onDemand(async () =>
-        requireValidToken((await import("./export.ts")).exportRoute({ db, config }))
-      ),
+      load: async () =>
+        requireValidToken((await import("./export.ts")).exportRoute({ db, config })),
     },
   ]);
 }

@@ -10,7 +10,7 @@ import type { ServiceContext } from "../_shared/context.ts";
 import { sessionChecks } from "../_shared/auth/session-checks.ts";
 import { createSessionSigner } from "../_shared/auth/session-signer.ts";
 import { refreshSuccessors } from "../_shared/auth/refresh-tokens.ts";
-import { type Handler, madeOnce, onDemand, router } from "../_shared/http/router.ts";
+import { type Handler, madeOnce, router } from "../_shared/http/router.ts";
 import { logChainsWithoutContractWallets } from "./contract-wallet-chains.ts";
 import { DISCOVERY_PATH, JWKS_PATH } from "./well-known-paths.ts";
 
@@ -42,33 +42,30 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
     keys: config.sessionKeys,
     accessTokenTtlSeconds: config.accessTokenTtlSeconds,
   });
-  // Each route's module is imported with its first request (router.ts: onDemand).
+  // Each route's module is imported with its first request (router.ts: Route's `load`).
   return router(FUNCTION_NAME, [
     // No session: a nonce is anyone's; the proof, or the refresh token, is its own credential.
     {
       method: "POST",
       path: "/nonce",
-      handle: onDemand(async () =>
-        (await import("./nonce.ts")).nonceRoute({ db, config, signInOrigins })
-      ),
+      load: async () => (await import("./nonce.ts")).nonceRoute({ db, config, signInOrigins }),
     },
     {
       method: "POST",
       path: "",
-      handle: onDemand(async () =>
+      load: async () =>
         (await import("./proof.ts")).proofRoute({
           db,
           signer,
           config,
           signInOrigins,
           checkContractProof: await contractProofCheck(),
-        })
-      ),
+        }),
     },
     {
       method: "POST",
       path: "/refresh",
-      handle: onDemand(async () =>
+      load: async () =>
         (await import("./refresh.ts")).refreshRoute({
           db,
           signer,
@@ -76,70 +73,60 @@ export function createWalletProofHandler(context: ServiceContext): Handler {
           log,
           // JWT_SECRET when set, else the vault's active key: either outlives a signing-key switch.
           successorOf: refreshSuccessors(config.jwtSecret ?? config.encryptionKeys[0].key),
-        })
-      ),
+        }),
     },
     // Public keys and the issuer, for anyone who verifies a session.
     {
       method: "GET",
       path: JWKS_PATH,
-      handle: onDemand(async () => (await import("./well-known.ts")).jwksRoute(config.sessionKeys)),
+      load: async () => (await import("./well-known.ts")).jwksRoute(config.sessionKeys),
     },
     {
       method: "GET",
       path: DISCOVERY_PATH,
-      handle: onDemand(async () =>
-        (await import("./well-known.ts")).discoveryRoute(config.sessionKeys, FUNCTION_NAME)
-      ),
+      load: async () =>
+        (await import("./well-known.ts")).discoveryRoute(config.sessionKeys, FUNCTION_NAME),
     },
     {
       method: "POST",
       path: "/logout",
-      handle: onDemand(async () =>
-        requireLiveSession((await import("./logout.ts")).logoutRoute({ db }))
-      ),
+      load: async () => requireLiveSession((await import("./logout.ts")).logoutRoute({ db })),
     },
     {
       method: "POST",
       path: "/confirm/nonce",
-      handle: onDemand(async () =>
+      load: async () =>
         requireValidToken(
           (await import("./confirm-nonce.ts")).confirmNonceRoute({ db, config, signInOrigins }),
-        )
-      ),
+        ),
     },
     {
       method: "GET",
       path: "/sessions",
-      handle: onDemand(async () =>
-        requireValidToken((await import("./sessions.ts")).sessionsRoute({ db }))
-      ),
+      load: async () => requireValidToken((await import("./sessions.ts")).sessionsRoute({ db })),
     },
     // And a fresh signature of the wallet's, checked by the route (fresh-signature.ts).
     {
       method: "POST",
       path: "/sessions/sign-out",
-      handle: onDemand(async () =>
+      load: async () =>
         requireValidToken(
           (await import("./sign-out-sessions.ts")).signOutSessionsRoute(await signedActions()),
-        )
-      ),
+        ),
     },
     {
       method: "POST",
       path: "/unlock",
-      handle: onDemand(async () =>
-        requireValidToken((await import("./unlock.ts")).unlockRoute(await signedActions()))
-      ),
+      load: async () =>
+        requireValidToken((await import("./unlock.ts")).unlockRoute(await signedActions())),
     },
     {
       method: "DELETE",
       path: "/account",
-      handle: onDemand(async () =>
+      load: async () =>
         requireValidToken(
           (await import("./delete-account.ts")).deleteAccountRoute(await signedActions()),
-        )
-      ),
+        ),
     },
   ]);
 }

@@ -9,12 +9,19 @@ export type Handler = (request: Request) => Promise<Response>;
  */
 export type FunctionHandler = (request: Request, path?: string) => Promise<Response>;
 
-export interface Route {
-  readonly method: "GET" | "POST" | "PUT" | "DELETE";
-  /** The path below the function's own name, e.g. "" or "/reveal". */
-  readonly path: string;
-  readonly handle: Handler;
-}
+/**
+ * A route and how it is answered: by `handle`, or by the handler `load` makes on the route's first
+ * request, so that a cold start loads the routes it is asked for before it answers, not every route.
+ * `load` imports with a literal specifier, so the module is in the deploy's bundle (the Supabase
+ * CLI and `deno info` follow it).
+ */
+export type Route =
+  & {
+    readonly method: "GET" | "POST" | "PUT" | "DELETE";
+    /** The path below the function's own name, e.g. "" or "/reveal". */
+    readonly path: string;
+  }
+  & ({ readonly handle: Handler } | { readonly load: () => Promise<Handler> });
 
 /**
  * The part of the path below the function's name. Supabase hands a function `/<name>/...`; the
@@ -44,23 +51,13 @@ function withoutTrailingSlashes(path: string): string {
 
 const SLASH = 0x2f;
 
-/** A route's handler made from a module imported on the route's first request. */
-export interface OnDemandHandler extends Handler {
-  /** Imports the module and makes the handler, once; after a failure, the next call tries again. */
-  readonly load: () => Promise<Handler>;
-}
-
-/**
- * The handler `make` builds, made on its route's first request: a cold start loads the routes it
- * is asked for before it answers, not every route. `make` imports with a literal specifier, so the
- * module is in the deploy's bundle (the Supabase CLI and `deno info` follow it).
- */
-export function onDemand(make: () => Promise<Handler>): OnDemandHandler {
+/** The handler `make` builds, made by the first request; `load` makes it ahead of one. */
+function onDemand(make: () => Promise<Handler>): { handle: Handler; load: () => Promise<Handler> } {
   let made: Handler | undefined;
   const load = madeOnce(async () => made = await make());
   const handle = (request: Request) =>
     made ? made(request) : load().then((handler) => handler(request));
-  return Object.assign(handle, { load });
+  return { handle, load };
 }
 
 /**
@@ -76,19 +73,22 @@ export function madeOnce<T>(make: () => Promise<T>): () => Promise<T> {
     });
 }
 
-const isOnDemand = (handler: Handler): handler is OnDemandHandler => "load" in handler;
-
 /**
- * Routes requests below `functionName` to `routes`. Once the first request is answered, the routes
- * made on demand that it did not need are loaded in the background, ahead of their first request.
+ * Routes requests below `functionName` to `declared`. Once the first request is answered, the routes
+ * with a `load` that it did not need are loaded in the background, ahead of their first request.
  */
-export function router(functionName: string, routes: readonly Route[]): FunctionHandler {
+export function router(functionName: string, declared: readonly Route[]): FunctionHandler {
+  const loads: (() => Promise<Handler>)[] = [];
+  const routes = declared.map(({ method, path, ...answer }) => {
+    if ("handle" in answer) return { method, path, handle: answer.handle };
+    const { handle, load } = onDemand(answer.load);
+    loads.push(load);
+    return { method, path, handle };
+  });
   let answeredOnce = false;
   const loadTheRest = () => {
-    for (const { handle } of routes) {
-      // A module that fails to load fails its route's request instead, which tries again.
-      if (isOnDemand(handle)) handle.load().catch(() => {});
-    }
+    // A module that fails to load fails its route's request instead, which tries again.
+    for (const load of loads) load().catch(() => {});
   };
   return (request, routed) => {
     // Only a string is a routed path: Deno.serve, handed this directly, passes its connection info.
