@@ -23,7 +23,12 @@
  */
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { DEFAULT_DEV_KEYS_PATH } from "../server/dev-keys.ts";
-import { DEV_WALLETS_DIR, keepDevWallet } from "./lib/dev-wallets.ts";
+import {
+  DEV_WALLETS_DIR,
+  forgetOldDevWallets,
+  keepDevWallet,
+  KEPT_DAYS,
+} from "./lib/dev-wallets.ts";
 
 const base = (Deno.args[0] ?? `http://127.0.0.1:${Deno.env.get("PORT") || "54321"}`)
   .replace(/\/+$/, "");
@@ -165,6 +170,17 @@ const reveal = await devRevealToken(accessToken);
 await keepDevWallet(account.address, privateKey).catch((error) =>
   fail(`could not keep the wallet's key in ${DEV_WALLETS_DIR} (${printable(error)})`)
 );
+const forgotten = await forgetOldDevWallets().catch((error) => {
+  // The new key is kept; only the clean-up failed, which the next sign-in tries again.
+  console.error(`sign-in: could not remove old keys in ${DEV_WALLETS_DIR} (${printable(error)})`);
+  return [];
+});
+if (forgotten.length > 0) {
+  console.error(
+    `sign-in: removed ${forgotten.length} throwaway wallet key(s) older than ${KEPT_DAYS} days ` +
+      `from ${DEV_WALLETS_DIR}`,
+  );
+}
 const exports: Record<string, string> = {
   BASE: base,
   TOKEN: accessToken,

@@ -163,6 +163,49 @@ describeWithDatabase("deno task sign-in", {
       }
     },
 
+  "removes the throwaway wallets' keys kept for more than 30 days, and nothing else": async (
+    app: TestApp,
+  ) => {
+    await using server = serve(app);
+    const cwd = await workDir();
+    try {
+      const dir = `${cwd}/.local/sign-in-wallets`;
+      await Deno.mkdir(dir, { recursive: true });
+      const day = 86_400_000;
+      const kept = async (name: string, ageDays: number) => {
+        await Deno.writeTextFile(`${dir}/${name}`, "{}\n");
+        const at = new Date(Date.now() - ageDays * day);
+        await Deno.utime(`${dir}/${name}`, at, at);
+      };
+      const stale = `0x${"a1".repeat(20)}.json`;
+      const recent = `0x${"b2".repeat(20)}.json`;
+      await kept(stale, 31);
+      await kept(recent, 29);
+      await kept(`0x${"C3".repeat(20)}.json`, 400); // not a name the sign-in writes
+      await kept("notes.txt", 400);
+
+      const signedIn = await signIn({ cwd }, `http://127.0.0.1:${server.addr.port}`);
+      assert.equal(signedIn.code, 0, signedIn.stderr);
+      assert.match(
+        signedIn.stderr,
+        /removed 1 throwaway wallet key\(s\) older than 30 days from \.local\/sign-in-wallets/,
+      );
+      const wallet = signedIn.stdout.match(/^export SIGN_IN_WALLET='(0x[0-9a-fA-F]{40})'$/m)![1];
+      const left = (await Array.fromAsync(Deno.readDir(dir))).map((entry) => entry.name).sort();
+      assert.deepEqual(
+        left,
+        [`${wallet.toLowerCase()}.json`, recent, `0x${"C3".repeat(20)}.json`, "notes.txt"].sort(),
+      );
+
+      // Nothing old left: the next sign-in says nothing about removing.
+      const again = await signIn({ cwd }, `http://127.0.0.1:${server.addr.port}`);
+      assert.equal(again.code, 0, again.stderr);
+      assert.doesNotMatch(again.stderr, /removed/);
+    } finally {
+      await Deno.remove(cwd, { recursive: true });
+    }
+  },
+
   "takes BASE from PORT when no URL is given": async (app: TestApp) => {
     await using server = serve(app);
     const cwd = await workDir();
