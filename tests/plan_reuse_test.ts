@@ -5,7 +5,9 @@
  * both as the service's role and, through a security definer function, as the owner would be
  * planned again at every switch: the live-session check twice a GET, the rate-limit counter
  * whenever a connection goes from a sign-in to a PUT or back (so both are security definer:
- * supabase/migrations/*_identity_and_sessions.sql, *_rate_limits.sql). Counted with Postgres's own
+ * supabase/migrations/*_identity_and_sessions.sql, *_rate_limits.sql); and the counter's sweep,
+ * which as a SQL function was planned again at every call (*_sweep_keeps_its_plans.sql). Counted
+ * with Postgres's own
  * debug_print_plan, which reports each planning to the client: no timing involved.
  *
  * Postgres only: skipped, saying so, without DATABASE_URL.
@@ -21,8 +23,8 @@ if (!adminUrl) {
 }
 
 Deno.test({
-  name: "GET, PUT and the rate-limit counter plan nothing again, after their first calls, as a " +
-    "service role that owns no function",
+  name: "GET, PUT, the rate-limit counter and its sweep plan nothing again, after their first " +
+    "calls, as a service role that owns no function",
   ignore: !adminUrl,
   sanitizeOps: false,
   sanitizeResources: false,
@@ -104,12 +106,32 @@ Deno.test({
           await put();
         }
       };
-      // The counters' 1-in-100 sweep (public.sweep_expired_rows, planned whenever it runs) must
-      // not run: random() from a seed whose next values are all at least 0.01.
-      await service.unsafe("select setseed(0.5)");
+      // A count that sweeps (one in a hundred): random() from a seed whose next value is under
+      // 0.01. A stale window is put in its way each time, so its removal shows the sweep ran.
+      const sweepingSeed = await seedWhoseFirstRandomIsUnder(admin, 0.01);
+      const sweepingCount = async () => {
+        await fresh.db.query(
+          `insert into public.rate_limit_windows (bucket, window_start)
+           values ('test:stale', now() - interval '2 hours')`,
+        );
+        await service!.unsafe("select setseed($1)", [sweepingSeed], { prepare: true });
+        await count();
+        const stale = await fresh.db.query(
+          "select 1 from public.rate_limit_windows where bucket = 'test:stale'",
+        );
+        assert.equal(stale.length, 0, "the sweep did not run");
+      };
+      // Otherwise the sweep must not run: random() from a seed whose next values are all at
+      // least 0.01.
+      const quiet = () => service!.unsafe("select setseed($1)", [0.5], { prepare: true });
+      await sweepingCount();
+      await quiet();
       await calls(); // plans made once, here
       await service.unsafe("set client_min_messages = log");
       await service.unsafe("set debug_print_plan = on");
+      await sweepingCount();
+      await sweepingCount();
+      await quiet();
       await calls();
       assert.deepEqual(plannings, [], "a plan was made again");
     } finally {
@@ -120,3 +142,14 @@ Deno.test({
     }
   },
 });
+
+/** A seed after which a session's first random() is under `bound`: seeds are tried in order. */
+async function seedWhoseFirstRandomIsUnder(sql: postgres.Sql, bound: number): Promise<number> {
+  for (let step = 1; step < 10_000; step++) {
+    const seed = step / 10_000;
+    await sql.unsafe("select setseed($1)", [seed]);
+    const [{ value }] = await sql.unsafe("select random() as value");
+    if (value < bound) return seed;
+  }
+  throw new Error(`no seed gives a first random() under ${bound}`);
+}
