@@ -7,8 +7,8 @@
  * whenever a connection goes from a sign-in to a PUT or back (so both are security definer:
  * supabase/migrations/*_identity_and_sessions.sql, *_rate_limits.sql); and the counter's sweep,
  * which as a SQL function was planned again at every call (*_sweep_keeps_its_plans.sql). Counted
- * with Postgres's own
- * debug_print_plan, which reports each planning to the client: no timing involved.
+ * with Postgres's own debug_print_plan, which reports each planning to the client: no timing
+ * involved.
  *
  * Postgres only: skipped, saying so, without DATABASE_URL.
  */
